@@ -1,0 +1,74 @@
+// The state the policy sees: nodes, jobs and their runs. Plain data, owned by the driver (the
+// simulator or the server) and handed to the policy as a snapshot.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace hg {
+
+enum class NodeState { kReady, kDraining, kDrained, kLost };
+const char* ToString(NodeState s);
+
+enum class DrainCause { kNone, kOperator, kHealth };
+
+struct Node {
+  NodeId id{0};
+  std::string name;
+  Gpus gpus{0};
+  std::string block;  // network domain; multi-node jobs stay inside one when they can
+  NodeState state = NodeState::kReady;
+  DrainCause drain_cause = DrainCause::kNone;
+  Seconds drain_since{0};
+  std::optional<Seconds> drain_deadline;  // an operator may force funded jobs off by then
+};
+
+enum class JobState { kPending, kRunning, kSucceeded, kFailed, kCancelled, kPreempted };
+const char* ToString(JobState s);
+
+// What a user submits. The scheduler never sees how long a job will really run.
+struct JobSpec {
+  JobId id{0};
+  Seconds submit{0};
+  Gpus gpus{1};
+  Gpus gpus_per_node{0};      // 0: as few nodes as possible
+  BudgetId budget = kUnfunded;  // a leaf (ChargeTarget) or kUnfunded
+  std::string job_class;        // "debug", "batch", "interactive", ...
+  Seconds min_runtime{0};       // protection of each run
+  std::optional<Seconds> max_runtime;
+  bool resumable = false;
+  Seconds grace{120};  // SIGTERM to SIGKILL
+  int priority = 0;    // the user's own order among their jobs (higher first)
+  int tier = 1;        // legacy priority tier 0..2, used only by the `priority` baseline
+
+  bool funded() const { return budget != kUnfunded; }
+};
+
+struct Slice {
+  NodeId node{0};
+  Gpus gpus{0};
+  friend bool operator==(const Slice&, const Slice&) = default;
+};
+
+struct PendingJob {
+  const JobSpec* spec = nullptr;
+  Seconds queued_since{0};  // submission or requeue
+  int attempt = 1;
+};
+
+struct RunningJob {
+  const JobSpec* spec = nullptr;
+  Seconds started{0};              // start of the current run
+  std::vector<Slice> placement;
+  bool stopping = false;           // preempted or ended, inside its grace period
+  Seconds stop_at{0};              // when stopping: the SIGKILL deadline
+  int attempt = 1;
+
+  Seconds protected_until() const { return started + spec->min_runtime; }
+  Gpus gpus() const { return spec->gpus; }
+};
+
+}  // namespace hg

@@ -1,0 +1,87 @@
+// What one simulation run records; the report (sim/report.h) derives every measure from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model.h"
+#include "core/types.h"
+
+namespace hg::sim {
+
+struct JobRecord {
+  JobId id{0};
+  std::string job_class;
+  int32_t gpus = 0;
+  bool funded = false;
+  std::vector<Seconds> waits;  // one per start: from submission or requeue to that start
+  JobState final_state = JobState::kPending;  // kPending/kRunning if the run ended first
+  int attempts = 0;                           // starts
+};
+
+enum class StopCause {
+  kUnfunded,     // unfunded work made room for funded work
+  kFairShare,    // a budget further below its share needed the GPUs
+  kReservation,  // a reservation for a large job became due
+  kDrain,        // the node drained (health or operator)
+  kDrainForced,  // an operator deadline forced a protected job off
+  kPriority,     // a higher tier preempted it (the `priority` baseline)
+  kNodeLost,     // its node was lost
+  kMaxRuntime,   // it reached its max_runtime
+};
+const char* ToString(StopCause c);
+
+struct PreemptionRecord {
+  Seconds at{0};
+  JobId job{0};
+  std::string job_class;
+  int32_t gpus = 0;
+  bool funded = false;
+  StopCause cause = StopCause::kUnfunded;
+  double lost_gpu_hours = 0;     // work since the last checkpoint (or the run's start)
+  bool contract_violation = false;  // a protected job stopped by the policy before min_runtime
+};
+
+struct DrainRecord {
+  std::string node;
+  Seconds unhealthy_at{0};
+  Seconds empty_at = kNever;  // kNever: still not empty when the run ended
+  bool manual = false;        // a protected job had to be force-killed
+  bool lost = false;          // the node vanished (no drain possible)
+};
+
+struct BudgetTotals {
+  std::string path;
+  int depth = 0;  // 1 = program
+  bool leaf = false;
+  double owed_gpu_hours = 0;
+  double delivered_gpu_hours = 0;
+};
+
+struct SeriesPoint {  // one sample per hour of simulated time
+  Seconds at{0};
+  double capacity = 0;    // GPUs on ready nodes (hourly mean)
+  double allocated = 0;   // GPUs allocated (hourly mean)
+  double unfunded = 0;    // GPUs allocated to unfunded work (hourly mean)
+  int32_t largest_free = 0;  // largest gang (whole free GPUs in one block) at the sample
+};
+
+struct SimResult {
+  std::string policy;
+  std::string scenario;
+  Seconds start{0};
+  Seconds end{0};
+  double capacity_gpu_hours = 0;
+  double allocated_gpu_hours = 0;
+  double unfunded_gpu_hours = 0;
+  std::vector<JobRecord> jobs;
+  std::vector<PreemptionRecord> preemptions;
+  std::vector<DrainRecord> drains;
+  std::vector<BudgetTotals> budgets;  // depth-first order of the tree
+  std::vector<SeriesPoint> series;
+  int64_t events = 0;  // events processed
+  int64_t cycles = 0;  // policy cycles run
+};
+
+}  // namespace hg::sim
