@@ -1,0 +1,520 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <set>
+#include <utility>
+
+namespace hg::sim {
+
+const char* ToString(StopCause c) {
+  switch (c) {
+    case StopCause::kUnfunded:
+      return "unfunded";
+    case StopCause::kFairShare:
+      return "fair-share";
+    case StopCause::kReservation:
+      return "reservation";
+    case StopCause::kDrain:
+      return "drain";
+    case StopCause::kDrainForced:
+      return "drain-forced";
+    case StopCause::kPriority:
+      return "priority";
+    case StopCause::kNodeLost:
+      return "node-lost";
+    case StopCause::kMaxRuntime:
+      return "max-runtime";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::array<StopCause, 8> kAllCauses = {StopCause::kUnfunded,    StopCause::kFairShare,
+                                                 StopCause::kReservation, StopCause::kDrain,
+                                                 StopCause::kDrainForced, StopCause::kPriority,
+                                                 StopCause::kNodeLost,    StopCause::kMaxRuntime};
+
+std::optional<double> Ratio(double num, double den) {
+  if (!(den > 0)) return std::nullopt;
+  return num / den;
+}
+
+WaitStats Summarise(std::vector<int64_t> samples, int64_t never_started) {
+  std::sort(samples.begin(), samples.end());
+  WaitStats w;
+  w.p50 = Percentile(samples, 50);
+  w.p90 = Percentile(samples, 90);
+  w.p99 = Percentile(samples, 99);
+  w.count = static_cast<int64_t>(samples.size());
+  w.never_started = never_started;
+  return w;
+}
+
+}  // namespace
+
+size_t SizeBucket(int32_t gpus) {
+  if (gpus <= 1) return 0;
+  if (gpus <= 8) return 1;
+  if (gpus <= 64) return 2;
+  if (gpus <= 256) return 3;
+  return 4;
+}
+
+std::optional<int64_t> Percentile(const std::vector<int64_t>& sorted, int percent) {
+  assert(percent >= 1 && percent <= 100);
+  assert(std::is_sorted(sorted.begin(), sorted.end()));
+  if (sorted.empty()) return std::nullopt;
+  const int64_t n = static_cast<int64_t>(sorted.size());
+  const int64_t rank = (percent * n + 99) / 100;  // ceil(percent/100 * n), in 1..n
+  return sorted[static_cast<size_t>(rank - 1)];
+}
+
+std::string ClassKey(const std::string& job_class) {
+  if (job_class.empty()) return "unlabeled";
+  if (job_class == "all") return "class:all";
+  return job_class;
+}
+
+Measures Compute(const SimResult& r) {
+  Measures m;
+  m.policy = r.policy;
+  m.capacity_gpu_hours = r.capacity_gpu_hours;
+  m.allocated_gpu_hours = r.allocated_gpu_hours;
+  m.unfunded_gpu_hours = r.unfunded_gpu_hours;
+  m.occupancy = Ratio(r.allocated_gpu_hours, r.capacity_gpu_hours);
+  m.unfunded_share = Ratio(r.unfunded_gpu_hours, r.allocated_gpu_hours);
+  m.events = r.events;
+  m.cycles = r.cycles;
+
+  // Queue waits and job counts.
+  struct Samples {
+    std::vector<int64_t> waits;
+    int64_t never_started = 0;
+  };
+  std::map<std::string, Samples> by_class;
+  std::array<Samples, kSizeBuckets.size()> by_size;
+  Samples all;
+  for (const JobRecord& j : r.jobs) {
+    Samples& c = by_class[ClassKey(j.job_class)];
+    Samples& s = by_size[SizeBucket(j.gpus)];
+    const bool started = j.attempts > 0 || !j.waits.empty();
+    for (Seconds w : j.waits) {
+      c.waits.push_back(w.value());
+      s.waits.push_back(w.value());
+      all.waits.push_back(w.value());
+    }
+    if (!started) {
+      ++c.never_started;
+      ++s.never_started;
+      ++all.never_started;
+    }
+    ++m.jobs.submitted;
+    if (started) ++m.jobs.started;
+    switch (j.final_state) {
+      case JobState::kPending:
+        ++m.jobs.pending;
+        break;
+      case JobState::kRunning:
+        ++m.jobs.running;
+        break;
+      case JobState::kSucceeded:
+        ++m.jobs.succeeded;
+        break;
+      case JobState::kFailed:
+        ++m.jobs.failed;
+        break;
+      case JobState::kCancelled:
+        ++m.jobs.cancelled;
+        break;
+      case JobState::kPreempted:
+        ++m.jobs.preempted;
+        break;
+    }
+  }
+  for (auto& [cls, s] : by_class)
+    m.wait_by_class[cls] = Summarise(std::move(s.waits), s.never_started);
+  for (size_t i = 0; i < by_size.size(); ++i) {
+    m.wait_by_size[i] = Summarise(std::move(by_size[i].waits), by_size[i].never_started);
+  }
+  m.wait_all = Summarise(std::move(all.waits), all.never_started);
+
+  // Preemptions. Every cause and every class of the workload appear, zeros included, so tools
+  // see the same keys whichever policy ran.
+  for (StopCause c : kAllCauses) m.preemptions_by_cause[ToString(c)] = 0;
+  for (const auto& [cls, w] : m.wait_by_class) {
+    m.preemptions_by_class[cls] = 0;
+    m.lost_gpu_hours_by_class[cls] = 0;
+  }
+  for (const PreemptionRecord& p : r.preemptions) {
+    const std::string cls = ClassKey(p.job_class);
+    ++m.preemptions;
+    ++m.preemptions_by_cause[ToString(p.cause)];
+    ++m.preemptions_by_class[cls];
+    m.lost_gpu_hours += p.lost_gpu_hours;
+    m.lost_gpu_hours_by_class[cls] += p.lost_gpu_hours;
+    if (p.contract_violation) ++m.contract_violations;
+  }
+
+  // Entitlement: capped per budget so one budget's surplus cannot mask another's shortfall.
+  double leaf_capped = 0, leaf_owed = 0;
+  std::map<int, std::pair<double, double>> level;  // depth -> (capped delivered, owed)
+  for (const BudgetTotals& b : r.budgets) {
+    const double capped = std::min(b.delivered_gpu_hours, b.owed_gpu_hours);
+    if (b.leaf) {
+      leaf_capped += capped;
+      leaf_owed += b.owed_gpu_hours;
+    }
+    auto& [lc, lo] = level[b.depth];
+    lc += capped;
+    lo += b.owed_gpu_hours;
+    m.budgets.push_back(BudgetMeasure{b.path, b.depth, b.leaf, b.owed_gpu_hours,
+                                      b.delivered_gpu_hours,
+                                      Ratio(b.delivered_gpu_hours, b.owed_gpu_hours)});
+  }
+  m.entitlement_delivered = Ratio(leaf_capped, leaf_owed);
+  for (const auto& [depth, cd] : level) m.entitlement_by_level[depth] = Ratio(cd.first, cd.second);
+
+  // Drains.
+  std::vector<int64_t> latencies;
+  for (const DrainRecord& d : r.drains) {
+    ++m.drains.count;
+    if (d.manual || d.lost) ++m.drains.manual_interventions;
+    if (d.lost) continue;
+    if (d.empty_at == kNever) {
+      ++m.drains.still_draining;
+    } else {
+      latencies.push_back((d.empty_at - d.unhealthy_at).value());
+    }
+  }
+  std::sort(latencies.begin(), latencies.end());
+  m.drains.latency_p50 = Percentile(latencies, 50);
+  m.drains.latency_p90 = Percentile(latencies, 90);
+  m.drains.latency_max = Percentile(latencies, 100);
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+namespace {
+
+// Rounded to 4 decimals so tiny floating-point differences do not change the bytes; -0 becomes 0
+// and non-finite values null.
+nlohmann::json Num(double x) {
+  if (!std::isfinite(x)) return nullptr;
+  const double v = std::round(x * 1e4) / 1e4;
+  return v == 0 ? 0.0 : v;
+}
+
+nlohmann::json Num(const std::optional<double>& x) { return x ? Num(*x) : nlohmann::json(); }
+
+nlohmann::json Int(const std::optional<int64_t>& x) { return x ? nlohmann::json(*x) : nullptr; }
+
+nlohmann::json WaitJson(const WaitStats& w) {
+  return {{"p50", Int(w.p50)},
+          {"p90", Int(w.p90)},
+          {"p99", Int(w.p99)},
+          {"count", w.count},
+          {"never_started", w.never_started}};
+}
+
+nlohmann::json PolicyJson(const SimResult& r) {
+  const Measures m = Compute(r);
+  nlohmann::json p = nlohmann::json::object();
+  p["occupancy"] = Num(m.occupancy);
+  p["entitlement_delivered"] = Num(m.entitlement_delivered);
+  p["unfunded_share"] = Num(m.unfunded_share);
+
+  nlohmann::json wait = nlohmann::json::object();
+  for (const auto& [cls, w] : m.wait_by_class) wait[cls] = WaitJson(w);
+  wait["all"] = WaitJson(m.wait_all);
+  p["wait_s"] = std::move(wait);
+  nlohmann::json by_size = nlohmann::json::object();
+  for (size_t i = 0; i < kSizeBuckets.size(); ++i)
+    by_size[kSizeBuckets[i]] = WaitJson(m.wait_by_size[i]);
+  p["wait_s_by_size"] = std::move(by_size);
+
+  p["preemptions"] = m.preemptions;
+  p["preemptions_by_cause"] = m.preemptions_by_cause;
+  p["preemptions_by_class"] = m.preemptions_by_class;
+  p["lost_gpu_hours"] = Num(m.lost_gpu_hours);
+  nlohmann::json lost = nlohmann::json::object();
+  for (const auto& [cls, h] : m.lost_gpu_hours_by_class) lost[cls] = Num(h);
+  p["lost_gpu_hours_by_class"] = std::move(lost);
+  p["contract_violations"] = m.contract_violations;
+
+  nlohmann::json levels = nlohmann::json::object();
+  for (const auto& [depth, x] : m.entitlement_by_level) levels[std::to_string(depth)] = Num(x);
+  p["entitlement_by_level"] = std::move(levels);
+  nlohmann::json budgets = nlohmann::json::array();
+  for (const BudgetMeasure& b : m.budgets) {
+    budgets.push_back({{"path", b.path},
+                       {"depth", b.depth},
+                       {"owed_gpu_hours", Num(b.owed_gpu_hours)},
+                       {"delivered_gpu_hours", Num(b.delivered_gpu_hours)},
+                       {"ratio", Num(b.ratio)}});
+  }
+  p["budgets"] = std::move(budgets);
+
+  p["drains"] = {{"count", m.drains.count},
+                 {"latency_s",
+                  {{"p50", Int(m.drains.latency_p50)},
+                   {"p90", Int(m.drains.latency_p90)},
+                   {"max", Int(m.drains.latency_max)}}},
+                 {"still_draining", m.drains.still_draining},
+                 {"manual_interventions", m.drains.manual_interventions}};
+  p["jobs"] = {{"submitted", m.jobs.submitted}, {"started", m.jobs.started},
+               {"succeeded", m.jobs.succeeded}, {"failed", m.jobs.failed},
+               {"preempted", m.jobs.preempted}, {"cancelled", m.jobs.cancelled},
+               {"pending", m.jobs.pending},     {"running", m.jobs.running}};
+  p["capacity_gpu_hours"] = Num(m.capacity_gpu_hours);
+  p["allocated_gpu_hours"] = Num(m.allocated_gpu_hours);
+  p["unfunded_gpu_hours"] = Num(m.unfunded_gpu_hours);
+
+  nlohmann::json series = nlohmann::json::array();
+  for (const SeriesPoint& s : r.series) {
+    series.push_back({{"t", s.at.value()},
+                      {"capacity", Num(s.capacity)},
+                      {"allocated", Num(s.allocated)},
+                      {"unfunded", Num(s.unfunded)},
+                      {"largest_free", s.largest_free}});
+  }
+  p["series"] = std::move(series);
+  p["events"] = m.events;
+  p["cycles"] = m.cycles;
+  return p;
+}
+
+// Policy names made unique in run order: "a", "a#2", ... (a later run must not overwrite an
+// earlier one of the same name).
+std::vector<std::string> UniqueNames(const std::vector<SimResult>& runs) {
+  std::vector<std::string> names;
+  std::set<std::string> used;
+  for (const SimResult& r : runs) {
+    std::string name = r.policy;
+    for (int k = 2; used.count(name) > 0; ++k) name = fmt::format("{}#{}", r.policy, k);
+    used.insert(name);
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const std::vector<SimResult>& runs) {
+  nlohmann::json j = nlohmann::json::object();
+  j["scenario"] = runs.empty() ? std::string() : runs.front().scenario;
+  j["start_s"] = runs.empty() ? int64_t{0} : runs.front().start.value();
+  j["end_s"] = runs.empty() ? int64_t{0} : runs.front().end.value();
+  nlohmann::json policies = nlohmann::json::object();
+  const std::vector<std::string> names = UniqueNames(runs);
+  for (size_t i = 0; i < runs.size(); ++i) policies[names[i]] = PolicyJson(runs[i]);
+  j["policies"] = std::move(policies);
+  return j;
+}
+
+std::string RenderJson(const std::vector<SimResult>& runs) { return ToJson(runs).dump(2) + "\n"; }
+
+// ---------------------------------------------------------------------------------------------
+// Table
+
+namespace {
+
+std::string Pct(const std::optional<double>& x) {
+  return x ? fmt::format("{:.1f}%", *x * 100.0) : std::string("-");
+}
+
+// "12s", "4.5m", "2.1h", "1.3d": a duration a person reads at a glance.
+std::string Duration(const std::optional<int64_t>& s) {
+  if (!s) return "-";
+  const double v = static_cast<double>(*s);
+  if (*s < 60) return fmt::format("{}s", *s);
+  if (*s < 3600) return fmt::format("{:.1f}m", v / 60.0);
+  if (*s < 86400) return fmt::format("{:.1f}h", v / 3600.0);
+  return fmt::format("{:.1f}d", v / 86400.0);
+}
+
+std::string Hours(double h) { return fmt::format("{:.1f}", h); }
+
+std::string Ratio2(const std::optional<double>& x) {
+  return x ? fmt::format("{:.3f}", *x) : std::string("-");
+}
+
+// Rows of cells rendered with padded columns: the first left-aligned, the others right-aligned.
+// A row with a single cell is a section heading.
+class Grid {
+ public:
+  void Row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+  void Heading(std::string title) { rows_.push_back({std::move(title)}); }
+
+  std::string Render() const {
+    std::vector<size_t> width;
+    for (const auto& row : rows_) {
+      if (row.size() == 1) continue;
+      if (width.size() < row.size()) width.resize(row.size(), 0);
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    }
+    std::string out;
+    for (const auto& row : rows_) {
+      if (row.size() == 1) {
+        out += row[0];
+      } else {
+        std::string line;
+        for (size_t i = 0; i < row.size(); ++i) {
+          if (i == 0) {
+            line += fmt::format("{:<{}}", row[i], width[i]);
+          } else {
+            line += fmt::format("  {:>{}}", row[i], width[i]);
+          }
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out += line;
+      }
+      out += '\n';
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace
+
+std::string RenderTable(const std::vector<SimResult>& runs) {
+  std::vector<Measures> ms;
+  for (const SimResult& r : runs) ms.push_back(Compute(r));
+  const std::vector<std::string> names = UniqueNames(runs);
+
+  // Every class any run saw, sorted.
+  std::set<std::string> classes;
+  for (const Measures& m : ms) {
+    for (const auto& [cls, w] : m.wait_by_class) classes.insert(cls);
+  }
+
+  std::string out;
+  if (!runs.empty()) {
+    const SimResult& f = runs.front();
+    out += fmt::format("scenario {}  ({:.1f} days simulated)\n\n", f.scenario,
+                       static_cast<double>((f.end - f.start).value()) / 86400.0);
+  }
+
+  Grid g;
+  auto row = [&](std::string label, auto cell) {
+    std::vector<std::string> cells{std::move(label)};
+    for (const Measures& m : ms) cells.push_back(cell(m));
+    g.Row(std::move(cells));
+  };
+  {
+    std::vector<std::string> header{"measure"};
+    header.insert(header.end(), names.begin(), names.end());
+    g.Row(std::move(header));
+  }
+  row("occupancy", [](const Measures& m) { return Pct(m.occupancy); });
+  row("entitlement delivered", [](const Measures& m) { return Pct(m.entitlement_delivered); });
+  std::set<int> depths;
+  for (const Measures& m : ms) {
+    for (const auto& [depth, x] : m.entitlement_by_level) depths.insert(depth);
+  }
+  for (int depth : depths) {
+    row(fmt::format("  at level {}", depth), [&](const Measures& m) {
+      auto it = m.entitlement_by_level.find(depth);
+      return it == m.entitlement_by_level.end() ? std::string("-") : Pct(it->second);
+    });
+  }
+  row("unfunded share", [](const Measures& m) { return Pct(m.unfunded_share); });
+  auto wait_rows = [&](const std::string& label, auto stats) {
+    row(label + " wait p50", [&](const Measures& m) { return Duration(stats(m).p50); });
+    row(label + " wait p90", [&](const Measures& m) { return Duration(stats(m).p90); });
+    row(label + " wait p99", [&](const Measures& m) { return Duration(stats(m).p99); });
+    row(label + " starts", [&](const Measures& m) { return std::to_string(stats(m).count); });
+    row(label + " never started",
+        [&](const Measures& m) { return std::to_string(stats(m).never_started); });
+  };
+  static const WaitStats kNone;
+  for (const std::string& cls : classes) {
+    wait_rows(cls, [&](const Measures& m) -> const WaitStats& {
+      auto it = m.wait_by_class.find(cls);
+      return it == m.wait_by_class.end() ? kNone : it->second;
+    });
+  }
+  wait_rows("all", [](const Measures& m) -> const WaitStats& { return m.wait_all; });
+  for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
+    const std::string label = fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
+    row(label + " wait p90", [&](const Measures& m) { return Duration(m.wait_by_size[i].p90); });
+  }
+  row("preemptions", [](const Measures& m) { return std::to_string(m.preemptions); });
+  for (StopCause c : kAllCauses) {
+    const std::string cause = ToString(c);
+    row("  by " + cause,
+        [&](const Measures& m) { return std::to_string(m.preemptions_by_cause.at(cause)); });
+  }
+  row("lost GPU-h", [](const Measures& m) { return Hours(m.lost_gpu_hours); });
+  for (const std::string& cls : classes) {
+    row("  " + cls, [&](const Measures& m) {
+      auto it = m.lost_gpu_hours_by_class.find(cls);
+      return Hours(it == m.lost_gpu_hours_by_class.end() ? 0.0 : it->second);
+    });
+  }
+  row("contract violations",
+      [](const Measures& m) { return std::to_string(m.contract_violations); });
+  row("drains", [](const Measures& m) { return std::to_string(m.drains.count); });
+  row("drain latency p90", [](const Measures& m) { return Duration(m.drains.latency_p90); });
+  row("still draining", [](const Measures& m) { return std::to_string(m.drains.still_draining); });
+  row("manual interventions",
+      [](const Measures& m) { return std::to_string(m.drains.manual_interventions); });
+  row("jobs submitted", [](const Measures& m) { return std::to_string(m.jobs.submitted); });
+  row("jobs succeeded", [](const Measures& m) { return std::to_string(m.jobs.succeeded); });
+  row("jobs failed", [](const Measures& m) { return std::to_string(m.jobs.failed); });
+  row("jobs preempted", [](const Measures& m) { return std::to_string(m.jobs.preempted); });
+  row("jobs pending/running at end",
+      [](const Measures& m) { return fmt::format("{}/{}", m.jobs.pending, m.jobs.running); });
+  row("events", [](const Measures& m) { return std::to_string(m.events); });
+  row("cycles", [](const Measures& m) { return std::to_string(m.cycles); });
+  out += g.Render();
+
+  // Programs and projects: owed, delivered and ratio per policy. Budgets in the order the first
+  // run listed them (depth-first), then any only later runs know.
+  std::vector<std::pair<std::string, int>> paths;
+  std::set<std::string> seen;
+  for (const Measures& m : ms) {
+    for (const BudgetMeasure& b : m.budgets) {
+      if (b.depth < 1 || b.depth > 2) continue;
+      if (seen.insert(b.path).second) paths.emplace_back(b.path, b.depth);
+    }
+  }
+  if (!paths.empty()) {
+    Grid bg;
+    std::vector<std::string> h1{""}, h2{"budget (GPU-h)"};
+    for (const std::string& n : names) {
+      h1.insert(h1.end(), {"", n, ""});
+      h2.insert(h2.end(), {"owed", "delivered", "ratio"});
+    }
+    bg.Row(std::move(h1));
+    bg.Row(std::move(h2));
+    for (const auto& [path, depth] : paths) {
+      std::vector<std::string> cells{std::string(static_cast<size_t>(2 * (depth - 1)), ' ') + path};
+      for (const Measures& m : ms) {
+        auto it = std::find_if(m.budgets.begin(), m.budgets.end(),
+                               [&](const BudgetMeasure& b) { return b.path == path; });
+        if (it == m.budgets.end()) {
+          cells.insert(cells.end(), {"-", "-", "-"});
+        } else {
+          cells.insert(cells.end(), {Hours(it->owed_gpu_hours), Hours(it->delivered_gpu_hours),
+                                     Ratio2(it->ratio)});
+        }
+      }
+      bg.Row(std::move(cells));
+    }
+    out += '\n';
+    out += bg.Render();
+  }
+  return out;
+}
+
+}  // namespace hg::sim
