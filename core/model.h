@@ -65,6 +65,9 @@ struct RunningJob {
   std::vector<Slice> placement;
   bool stopping = false;           // preempted or ended, inside its grace period
   Seconds stop_at{0};              // when stopping: the SIGKILL deadline
+  JobId stop_for{0};               // when preempted: the job the GPUs are freed for
+  bool backfilled = false;         // started on GPUs reserved for a larger job
+  Seconds checkpointed{0};         // last checkpoint the job reported (<= started: none)
   int attempt = 1;
 
   Seconds protected_until() const { return started + spec->min_runtime; }

@@ -1,0 +1,193 @@
+#include "core/cluster_state.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <string>
+
+namespace hg {
+
+ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJob> running) {
+  const size_t n = nodes.size();
+  free_.resize(n);
+  reserved_.assign(n, 0);
+  block_.resize(n);
+  ready_.resize(n);
+  std::map<std::string, int32_t> blocks;
+  for (const Node& node : nodes) blocks.emplace(node.block, 0);
+  int32_t next = 0;
+  for (auto& [name, id] : blocks) id = next++;
+  block_nodes_.resize(blocks.size());
+  for (size_t i = 0; i < n; ++i) {
+    assert(nodes[i].id.value() == static_cast<int32_t>(i));
+    free_[i] = nodes[i].gpus.value();
+    ready_[i] = nodes[i].state == NodeState::kReady;
+    block_[i] = blocks[nodes[i].block];
+    block_nodes_[static_cast<size_t>(block_[i])].push_back(nodes[i].id);
+    max_gpus_ = std::max(max_gpus_, nodes[i].gpus.value());
+  }
+  for (const RunningJob& r : running)
+    for (const Slice& s : r.placement) free_[Index(s.node)] -= s.gpus.value();
+  by_free_.resize(static_cast<size_t>(max_gpus_) + 1);
+  for (size_t i = 0; i < n; ++i) {
+    assert(free_[i] >= 0);
+    if (!ready_[i]) continue;
+    capacity_ += nodes[i].gpus.value();
+    total_free_ += free_[i];
+    Index(i, true);
+  }
+}
+
+void ClusterState::Index(size_t i, bool insert) {
+  if (!ready_[i]) return;
+  auto& bucket = by_free_[static_cast<size_t>(free_[i] - reserved_[i])];
+  if (insert)
+    bucket.insert(static_cast<int32_t>(i));
+  else
+    bucket.erase(static_cast<int32_t>(i));
+}
+
+Shape ClusterState::ShapeOf(Gpus gpus, Gpus gpus_per_node) const {
+  const int32_t g = gpus.value();
+  if (gpus_per_node.value() > 0) return Shape{gpus_per_node.value(), g / gpus_per_node.value(), 0};
+  if (g <= max_gpus_ || max_gpus_ == 0) return Shape{g, 1, 0};
+  return Shape{max_gpus_, g / max_gpus_, g % max_gpus_};
+}
+
+int32_t ClusterState::LargestFree() const {
+  for (size_t f = by_free_.size(); f-- > 1;)
+    if (!by_free_[f].empty()) return static_cast<int32_t>(f);
+  return 0;
+}
+
+std::optional<std::vector<Slice>> ClusterState::Find(const Shape& shape,
+                                                     bool may_use_reserved) const {
+  if (shape.slices() == 0) return std::nullopt;
+  if (shape.slices() > 1) return FindMulti(shape, may_use_reserved);
+  const int32_t g = shape.per_node;
+  if (g > max_gpus_) return std::nullopt;
+  std::optional<int32_t> best;
+  int32_t best_free = 0;
+  for (size_t f = static_cast<size_t>(g); f < by_free_.size(); ++f) {
+    if (by_free_[f].empty()) continue;
+    best = *by_free_[f].begin();
+    best_free = static_cast<int32_t>(f);
+    break;
+  }
+  if (may_use_reserved) {
+    for (int32_t i : reserved_nodes_) {
+      const int32_t a = Avail(static_cast<size_t>(i), true);
+      if (a >= g && (!best || a < best_free || (a == best_free && i < *best))) {
+        best = i;
+        best_free = a;
+      }
+    }
+  }
+  if (!best) return std::nullopt;
+  return std::vector<Slice>{Slice{NodeId(*best), Gpus(g)}};
+}
+
+std::optional<std::vector<Slice>> ClusterState::FindMulti(const Shape& shape,
+                                                          bool may_use_reserved) const {
+  const int32_t g = shape.per_node;
+  const int32_t k = shape.count;
+  if (g > max_gpus_ || static_cast<int64_t>(g) * k > total_free_) return std::nullopt;
+  // Cheap feasibility check first: enough nodes with room for a slice anywhere?
+  int64_t eligible_total = 0;
+  for (size_t f = static_cast<size_t>(g); f < by_free_.size(); ++f)
+    eligible_total += static_cast<int64_t>(by_free_[f].size());
+  if (may_use_reserved) eligible_total += static_cast<int64_t>(reserved_nodes_.size());
+  if (eligible_total < shape.slices()) return std::nullopt;
+
+  struct Cand {
+    int32_t avail;
+    int32_t node;
+  };
+  std::vector<std::vector<Cand>> per_block(block_nodes_.size());
+  for (size_t b = 0; b < block_nodes_.size(); ++b) {
+    for (NodeId id : block_nodes_[b]) {
+      const int32_t a = Avail(Index(id), may_use_reserved);
+      if (a >= std::min(g, shape.rest > 0 ? shape.rest : g)) per_block[b].push_back({a, id.value()});
+    }
+    std::sort(per_block[b].begin(), per_block[b].end(), [](const Cand& x, const Cand& y) {
+      return x.avail != y.avail ? x.avail < y.avail : x.node < y.node;
+    });
+  }
+  auto count_at_least = [&](const std::vector<Cand>& v, int32_t need) {
+    return static_cast<int32_t>(std::count_if(v.begin(), v.end(),
+                                              [&](const Cand& c) { return c.avail >= need; }));
+  };
+  // Takes best-fit slices from the candidate lists in `blocks` order.
+  auto take = [&](const std::vector<size_t>& blocks) -> std::optional<std::vector<Slice>> {
+    std::vector<Slice> out;
+    std::vector<int32_t> used;
+    for (size_t b : blocks) {
+      for (const Cand& c : per_block[b]) {
+        if (static_cast<int32_t>(out.size()) == k) break;
+        if (c.avail < g) continue;
+        out.push_back(Slice{NodeId(c.node), Gpus(g)});
+        used.push_back(c.node);
+      }
+    }
+    if (static_cast<int32_t>(out.size()) < k) return std::nullopt;
+    if (shape.rest > 0) {
+      for (size_t b : blocks) {
+        for (const Cand& c : per_block[b]) {
+          if (c.avail < shape.rest || std::find(used.begin(), used.end(), c.node) != used.end())
+            continue;
+          out.push_back(Slice{NodeId(c.node), Gpus(shape.rest)});
+          return out;
+        }
+      }
+      return std::nullopt;
+    }
+    return out;
+  };
+  // One block if possible: the one with the fewest eligible nodes that still fits.
+  std::optional<size_t> best;
+  int32_t best_count = 0;
+  for (size_t b = 0; b < per_block.size(); ++b) {
+    const int32_t c = count_at_least(per_block[b], g);
+    const bool fits = c >= k && static_cast<int32_t>(per_block[b].size()) >= shape.slices();
+    if (fits && (!best || c < best_count)) {
+      best = b;
+      best_count = c;
+    }
+  }
+  if (best) {
+    if (auto out = take({*best})) return out;
+  }
+  // Otherwise span as few blocks as possible: the roomiest first.
+  std::vector<size_t> order(per_block.size());
+  for (size_t b = 0; b < order.size(); ++b) order[b] = b;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return count_at_least(per_block[x], g) > count_at_least(per_block[y], g);
+  });
+  return take(order);
+}
+
+void ClusterState::Take(std::span<const Slice> slices) {
+  for (const Slice& s : slices) {
+    const size_t i = Index(s.node);
+    assert(ready_[i] && free_[i] >= s.gpus.value());
+    Index(i, false);
+    free_[i] -= s.gpus.value();
+    // Jobs allowed on reserved GPUs consume the reservation's part last.
+    if (free_[i] < reserved_[i]) reserved_[i] = free_[i];
+    total_free_ -= s.gpus.value();
+    Index(i, true);
+  }
+}
+
+void ClusterState::Reserve(std::span<const Slice> slices) {
+  for (const Slice& s : slices) {
+    const size_t i = Index(s.node);
+    if (!ready_[i]) continue;
+    Index(i, false);
+    if (reserved_[i] == 0) reserved_nodes_.push_back(static_cast<int32_t>(i));
+    reserved_[i] = std::min(free_[i], reserved_[i] + s.gpus.value());
+    Index(i, true);
+  }
+}
+
+}  // namespace hg

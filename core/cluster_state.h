@@ -1,0 +1,73 @@
+// Free GPUs per node during one cycle, with an index for best-fit placement of gangs.
+// Best-fit: a small job goes to the ready node with the fewest free GPUs that still fit it, so
+// partly used nodes fill up and whole nodes stay free for large jobs. A multi-node gang goes into
+// one block (network domain) when one has room, the tightest such block first.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "core/model.h"
+
+namespace hg {
+
+// A gang's per-node requirement: `count` nodes with `per_node` GPUs, plus one with `rest` > 0.
+struct Shape {
+  int32_t per_node = 0;
+  int32_t count = 0;
+  int32_t rest = 0;
+  int32_t slices() const { return count + (rest > 0 ? 1 : 0); }
+};
+
+class ClusterState {
+ public:
+  ClusterState(std::span<const Node> nodes, std::span<const RunningJob> running);
+
+  size_t size() const { return free_.size(); }
+  int32_t max_node_gpus() const { return max_gpus_; }
+  int32_t free(NodeId n) const { return free_[Index(n)]; }
+  int32_t reserved(NodeId n) const { return reserved_[Index(n)]; }
+  bool ready(NodeId n) const { return ready_[Index(n)]; }
+  int32_t block(NodeId n) const { return block_[Index(n)]; }
+  int32_t num_blocks() const { return static_cast<int32_t>(block_nodes_.size()); }
+  const std::vector<NodeId>& block_nodes(int32_t b) const {
+    return block_nodes_[static_cast<size_t>(b)];
+  }
+  int64_t total_free() const { return total_free_; }
+  int64_t capacity() const { return capacity_; }
+
+  Shape ShapeOf(Gpus gpus, Gpus gpus_per_node) const;
+
+  // Best-fit placement on free GPUs; GPUs reserved for another job are used only if
+  // `may_use_reserved`.
+  std::optional<std::vector<Slice>> Find(const Shape& shape, bool may_use_reserved) const;
+  // Largest single-node request that would fit now (for reasons and fragmentation measures).
+  int32_t LargestFree() const;
+
+  void Take(std::span<const Slice> slices);
+  void Reserve(std::span<const Slice> slices);
+
+ private:
+  static size_t Index(NodeId n) { return static_cast<size_t>(n.value()); }
+  int32_t Avail(size_t i, bool may_use_reserved) const {
+    return ready_[i] ? free_[i] - (may_use_reserved ? 0 : reserved_[i]) : 0;
+  }
+  void Index(size_t i, bool insert);
+  std::optional<std::vector<Slice>> FindMulti(const Shape& shape, bool may_use_reserved) const;
+
+  std::vector<int32_t> free_;
+  std::vector<int32_t> reserved_;
+  std::vector<int32_t> block_;
+  std::vector<bool> ready_;
+  std::vector<std::vector<NodeId>> block_nodes_;
+  // Ready nodes by unreserved free GPUs, ordered by id: by_free_[f].
+  std::vector<std::set<int32_t>> by_free_;
+  std::vector<int32_t> reserved_nodes_;
+  int32_t max_gpus_ = 0;
+  int64_t total_free_ = 0;
+  int64_t capacity_ = 0;
+};
+
+}  // namespace hg

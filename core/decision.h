@@ -1,0 +1,90 @@
+// What a policy cycle decides, each with a reason a user can read.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/budget_tree.h"
+#include "core/model.h"
+#include "core/types.h"
+
+namespace hg {
+
+enum class ReasonCode {
+  // Why a job starts.
+  kStartFree,           // placed on free GPUs
+  kStartBackfill,       // placed on GPUs reserved for a larger job; it must be preemptible by then
+  kStartAfterPreempt,   // placed on GPUs freed by preemptions this cycle (unused: waits for grace)
+  // Why a job waits.
+  kWaitGpus,            // a: GPUs needed, b: GPUs free
+  kWaitBudgetLimit,     // budget: the subtree at its limit; a: its limit
+  kWaitPreemption,      // victims are in their grace period; a: when they are killed at the latest
+  kWaitReservation,     // holds a reservation; a: due time
+  kWaitHeadroom,        // only the quick-job headroom is free
+  kWaitUnfunded,        // unfunded work waits for idle GPUs
+  kWaitFairShare,       // budgets further below their share come first
+  kWaitTier,            // the priority baseline: higher tiers first
+  // Why a job stops.
+  kPreemptForFunded,    // unfunded work made room; other: the funded job
+  kPreemptFairShare,    // other: the job of a budget further below its share; budget: that budget
+  kPreemptReservation,  // other: the large job whose reservation is due
+  kPreemptDrain,        // the node drains; protection over (or unfunded)
+  kPreemptDrainForced,  // operator deadline passed while still protected
+  kPreemptTier,         // the priority baseline: a higher tier needed the GPUs
+  kMaxRuntime,          // max_runtime reached
+  // Node changes.
+  kNodeDrained,         // a draining node is empty
+};
+
+struct Reason {
+  ReasonCode code = ReasonCode::kWaitGpus;
+  JobId other{0};
+  BudgetId budget = kUnfunded;
+  int64_t a = 0;
+  int64_t b = 0;
+};
+
+// Renders a reason in words, e.g. "preempted after its protection ended: budget
+// ai2/olmo/pretrain is further below its share (job 42 needs the GPUs)".
+std::string Describe(const Reason& r, const BudgetTree& tree);
+
+struct StartDecision {
+  JobId job{0};
+  std::vector<Slice> placement;
+  Reason reason;
+};
+
+struct StopDecision {
+  JobId job{0};
+  Reason reason;
+  JobId for_job{0};   // the job the GPUs are freed for (0 if none)
+  bool violates_contract = false;  // stopped while protected (only baselines or forced drains)
+};
+
+struct PendingNote {
+  JobId job{0};
+  Reason reason;
+  Seconds estimated_start = kNever;
+};
+
+struct ReservationDecision {
+  JobId job{0};
+  Seconds due{0};
+  std::vector<Slice> slices;
+};
+
+struct NodeDecision {
+  NodeId node{0};
+  NodeState to = NodeState::kDrained;
+  Reason reason;
+};
+
+struct Decisions {
+  std::vector<StartDecision> starts;
+  std::vector<StopDecision> stops;
+  std::vector<PendingNote> pending;  // filled only when the snapshot asks for explanations
+  std::vector<ReservationDecision> reservations;
+  std::vector<NodeDecision> nodes;
+};
+
+}  // namespace hg

@@ -1,0 +1,65 @@
+#include "core/fair_share.h"
+
+#include <cassert>
+
+namespace hg {
+
+FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered,
+                     const UsageLedger& owed, std::span<const double> leaf_alloc,
+                     std::vector<double> owed_now, Seconds live_weight)
+    : tree_(tree), owed_now_(std::move(owed_now)), w_(static_cast<double>(live_weight.value())) {
+  const size_t n = tree.size();
+  assert(leaf_alloc.size() == n && owed_now_.size() == n);
+  alloc_.assign(leaf_alloc.begin(), leaf_alloc.end());
+  for (size_t i = n; i-- > 1;)
+    alloc_[static_cast<size_t>(tree.parent(BudgetId(static_cast<int32_t>(i))).value())] +=
+        alloc_[i];
+  num_.resize(n);
+  den_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const BudgetId b(static_cast<int32_t>(i));
+    num_[i] = delivered.Usage(b);
+    den_[i] = owed.Usage(b) + owed_now_[i] * w_ + 1.0;
+  }
+}
+
+double FairShare::KeyWith(BudgetId b, double delta) const {
+  const size_t i = Index(b);
+  return (num_[i] + (alloc_[i] + delta) * w_) / den_[i];
+}
+
+void FairShare::Add(BudgetId leaf, double gpus) {
+  for (BudgetId cur = leaf; cur.value() >= 0; cur = tree_.parent(cur)) alloc_[Index(cur)] += gpus;
+}
+
+std::pair<BudgetId, BudgetId> FairShare::Divergence(BudgetId a, BudgetId b) const {
+  int da = tree_.depth(a), db = tree_.depth(b);
+  BudgetId pa = a, pb = b;
+  while (da > db) {
+    a = tree_.parent(a);
+    --da;
+  }
+  while (db > da) {
+    b = tree_.parent(b);
+    --db;
+  }
+  // Walk both up until they share a parent; track the child below the common ancestor.
+  while (tree_.parent(a) != tree_.parent(b)) {
+    a = tree_.parent(a);
+    b = tree_.parent(b);
+  }
+  if (a == b) {  // one is an ancestor of the other: cannot happen for two leaves
+    return {pa, pb};
+  }
+  return {a, b};
+}
+
+bool FairShare::MayPreempt(BudgetId preemptor, double gpus, BudgetId victim,
+                           double victim_gpus) const {
+  if (preemptor == victim) return false;
+  const auto [p, v] = Divergence(preemptor, victim);
+  if (Key(p) >= 1.0) return false;  // the preemptor's side is not below its share
+  return KeyWith(p, gpus) <= KeyWith(v, -victim_gpus);
+}
+
+}  // namespace hg

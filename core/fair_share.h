@@ -1,0 +1,58 @@
+// The hierarchical fair-share order. Among siblings, the budget whose usage lags what it was owed
+// the most comes first. Usage and owed amounts come from the 7-day sliding window; the live
+// allocation counts too (held GPUs x live_weight), so one cycle cannot hand everything to one
+// budget: each start raises its budget's key before the next pick.
+//
+//   key(b) = (delivered_window(b) + alloc(b) * w) / (owed_window(b) + owed_now(b) * w + 1)
+//
+// Being measured against what a budget was *owed* (water-filled by demand), not against its bare
+// share, means GPUs a budget used while others had no demand are not held against it later.
+#pragma once
+
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/budget_tree.h"
+#include "core/types.h"
+#include "core/usage_ledger.h"
+
+namespace hg {
+
+class FairShare {
+ public:
+  // alloc[b]: GPUs held now by funded jobs charged to b (leaves); owed_now[b]: water-filled GPUs
+  // owed now (all nodes). Both indexed by budget id.
+  FairShare(const BudgetTree& tree, const UsageLedger& delivered, const UsageLedger& owed,
+            std::span<const double> leaf_alloc, std::vector<double> owed_now, Seconds live_weight);
+
+  double Key(BudgetId b) const { return KeyWith(b, 0.0); }
+  // Key if the subtree of b held `delta` more GPUs.
+  double KeyWith(BudgetId b, double delta) const;
+  double alloc(BudgetId b) const { return alloc_[Index(b)]; }
+  double owed_now(BudgetId b) const { return owed_now_[Index(b)]; }
+
+  // Adds `gpus` (may be negative) to the allocation of `leaf` and its ancestors.
+  void Add(BudgetId leaf, double gpus);
+
+  // The children of the lowest common ancestor of a and b on the paths to a and to b. a != b.
+  std::pair<BudgetId, BudgetId> Divergence(BudgetId a, BudgetId b) const;
+
+  // May a job of `preemptor` (needing `gpus`) preempt `victim_gpus` of a job of `victim`? Only if
+  // the preemptor's side is below its share and further below it than the victim's side, and
+  // stays so after the move: the victim's budget is never left below the preemptor's (no
+  // ping-pong). Same leaf: never.
+  bool MayPreempt(BudgetId preemptor, double gpus, BudgetId victim, double victim_gpus) const;
+
+ private:
+  static size_t Index(BudgetId b) { return static_cast<size_t>(b.value()); }
+
+  const BudgetTree& tree_;
+  std::vector<double> num_;  // delivered window per node
+  std::vector<double> den_;  // owed window + owed_now * w + 1 per node
+  std::vector<double> alloc_;
+  std::vector<double> owed_now_;
+  double w_;
+};
+
+}  // namespace hg

@@ -1,0 +1,388 @@
+#include "core/hourglass_policy.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "core/cluster_state.h"
+#include "core/fair_division.h"
+#include "core/fair_share.h"
+#include "core/housekeeping.h"
+#include "core/preemption.h"
+
+namespace hg {
+namespace {
+
+size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
+
+bool PendingBefore(const PendingJob& a, const PendingJob& b) {
+  if (a.spec->priority != b.spec->priority) return a.spec->priority > b.spec->priority;
+  if (a.queued_since != b.queued_since) return a.queued_since < b.queued_since;
+  return a.spec->id < b.spec->id;
+}
+
+// Per cycle: the smallest request of each shape kind that already failed, so the rest of a queue
+// that cannot fit is skipped in O(1). Free GPUs only shrink during a cycle, so a failure stays a
+// failure.
+struct FailureCache {
+  int32_t single = std::numeric_limits<int32_t>::max();  // gpus on one node
+  std::map<int32_t, int32_t> multi;                      // per_node -> slices
+  bool Known(const Shape& s) const {
+    if (s.slices() == 1) return s.per_node >= single;
+    auto it = multi.find(s.per_node);
+    return it != multi.end() && s.slices() >= it->second;
+  }
+  void Add(const Shape& s) {
+    if (s.slices() == 1) {
+      single = std::min(single, s.per_node);
+    } else {
+      auto [it, inserted] = multi.emplace(s.per_node, s.slices());
+      if (!inserted) it->second = std::min(it->second, s.slices());
+    }
+  }
+};
+
+class Cycle {
+ public:
+  Cycle(const PolicyConfig& cfg, const Snapshot& snap)
+      : cfg_(cfg), s_(snap), tree_(*snap.tree), cs_(snap.nodes, snap.running) {}
+
+  Decisions Run();
+
+ private:
+  void Setup();
+  void PlaceFunded();
+  void PlaceUnfunded();
+  void Process(const PendingJob& p);
+  bool TryFree(const PendingJob& p, const Shape& shape);
+  bool TryPreempt(const PendingJob& p, const Shape& shape);
+  bool TryReserve(const PendingJob& p, const Shape& shape);
+  bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
+  bool MayUseReserved(const JobSpec& j) const;
+  bool HeadroomAllows(const JobSpec& j) const;
+  void Note(const PendingJob& p, Reason r, Seconds eta = kNever) {
+    if (s_.explain) out_.pending.push_back(PendingNote{p.spec->id, r, eta});
+  }
+  void Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code);
+
+  const PolicyConfig& cfg_;
+  const Snapshot& s_;
+  const BudgetTree& tree_;
+  ClusterState cs_;
+  Decisions out_;
+  std::vector<bool> stopping_;
+  std::vector<std::vector<size_t>> on_node_;
+  std::optional<FairShare> fs_;
+  std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
+  std::vector<FailureCache> failed_;               // per leaf budget (+1 slot for unfunded)
+  int64_t required_free_ = 0;                      // headroom still owed to quick jobs
+  Seconds reservation_due_ = kNever;
+  int reservations_ = 0;
+  int preempt_attempts_ = 0;
+  std::optional<JobId> reservation_holder_;
+};
+
+void Cycle::Setup() {
+  const size_t nb = tree_.size();
+  stopping_.resize(s_.running.size());
+  on_node_.resize(s_.nodes.size());
+  std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
+  int64_t quick_running = 0;
+  for (size_t i = 0; i < s_.running.size(); ++i) {
+    const RunningJob& r = s_.running[i];
+    stopping_[i] = r.stopping;
+    for (const Slice& sl : r.placement) on_node_[static_cast<size_t>(sl.node.value())].push_back(i);
+    if (r.spec->job_class == cfg_.quick_class) quick_running += r.gpus().value();
+    if (!r.spec->funded()) continue;
+    const double g = r.gpus().value();
+    // A job that is leaving no longer counts; a requeued one still wants GPUs.
+    if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
+    if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
+    if (r.stopping && r.stop_for.value() != 0) {
+      auto& t = waiting_on_victims_[r.stop_for.value()];
+      t = std::max(t, r.stop_at);
+    }
+  }
+  for (const PendingJob& p : s_.pending) {
+    if (!p.spec->funded()) continue;
+    demand[Ix(p.spec->budget)] += p.spec->gpus.value();
+    // GPUs being freed for a job are counted as its budget's already.
+    if (waiting_on_victims_.count(p.spec->id.value()))
+      alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
+  }
+  auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
+  fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight);
+  failed_.resize(nb + 1);
+  const auto headroom =
+      static_cast<int64_t>(std::llround(cfg_.quick_headroom * static_cast<double>(cs_.capacity())));
+  required_free_ = std::max<int64_t>(0, headroom - quick_running);
+}
+
+bool Cycle::WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const {
+  for (BudgetId b = leaf; b.value() > 0; b = tree_.parent(b)) {
+    auto lim = tree_.limit(b);
+    if (lim && fs_->alloc(b) + gpus > *lim + 1e-9) {
+      *at = b;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Cycle::MayUseReserved(const JobSpec& j) const {
+  if (!j.funded()) return true;  // preemptible at any time
+  if (s_.now + j.min_runtime <= reservation_due_) return true;
+  return j.max_runtime && s_.now + *j.max_runtime <= reservation_due_;
+}
+
+bool Cycle::HeadroomAllows(const JobSpec& j) const {
+  if (j.job_class == cfg_.quick_class) return true;
+  return cs_.total_free() - j.gpus.value() >= required_free_;
+}
+
+void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
+  cs_.Take(slices);
+  if (p.spec->funded()) fs_->Add(p.spec->budget, p.spec->gpus.value());
+  if (p.spec->job_class == cfg_.quick_class)
+    required_free_ = std::max<int64_t>(0, required_free_ - p.spec->gpus.value());
+  out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
+}
+
+bool Cycle::TryFree(const PendingJob& p, const Shape& shape) {
+  if (!HeadroomAllows(*p.spec)) return false;
+  if (auto slices = cs_.Find(shape, false)) {
+    Start(p, std::move(*slices), ReasonCode::kStartFree);
+    return true;
+  }
+  if (reservations_ > 0 && MayUseReserved(*p.spec)) {
+    if (auto slices = cs_.Find(shape, true)) {
+      Start(p, std::move(*slices), ReasonCode::kStartBackfill);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
+  // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
+  if (++preempt_attempts_ > 64) return false;
+  const JobSpec& j = *p.spec;
+  const bool holder = reservation_holder_ && *reservation_holder_ == j.id;
+  const double g = j.gpus.value();
+  auto eligible = [&](size_t i) {
+    const RunningJob& r = s_.running[i];
+    if (!r.spec->funded()) return true;
+    if (s_.now < r.protected_until()) return false;  // the contract
+    if (holder && r.backfilled) return true;
+    return fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
+  };
+  auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible,
+                             s_.now, MayUseReserved(j));
+  if (!plan || plan->victims.empty()) return false;
+  Seconds latest = s_.now;
+  for (size_t v : plan->victims) {
+    const RunningJob& r = s_.running[v];
+    ReasonCode code = ReasonCode::kPreemptForFunded;
+    if (r.spec->funded())
+      code = holder && r.backfilled ? ReasonCode::kPreemptReservation
+                                    : ReasonCode::kPreemptFairShare;
+    out_.stops.push_back(
+        StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false});
+    stopping_[v] = true;
+    if (r.spec->funded()) fs_->Add(r.spec->budget, -r.gpus().value());
+    latest = std::max(latest, s_.now + r.spec->grace);
+  }
+  // The job's GPUs are spoken for: count them for its budget, keep them from others this cycle.
+  fs_->Add(j.budget, g);
+  std::vector<Slice> free_part;
+  for (const Slice& sl : plan->slices) {
+    const int32_t take = std::min(sl.gpus.value(), cs_.free(sl.node));
+    if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
+  }
+  cs_.Take(free_part);
+  Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, latest.value(), 0}, latest);
+  return true;
+}
+
+bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
+  if (reservations_ >= cfg_.max_reservations) return false;
+  const JobSpec& j = *p.spec;
+  const double g = j.gpus.value();
+  // When would each node have `need` GPUs for this job, counting free GPUs, jobs that end
+  // (max_runtime), and jobs that become preemptible for it (protection ends)?
+  auto ready_at = [&](size_t n, int32_t need) {
+    const NodeId id(static_cast<int32_t>(n));
+    if (!cs_.ready(id)) return kNever;
+    int32_t have = cs_.free(id);
+    if (have >= need) return s_.now;
+    std::vector<std::pair<Seconds, int32_t>> rel;
+    for (size_t i : on_node_[n]) {
+      const RunningJob& r = s_.running[i];
+      Seconds t = kNever;
+      if (stopping_[i]) {
+        t = std::max(s_.now, r.stop_at);
+      } else if (!r.spec->funded()) {
+        t = s_.now;
+      } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) ||
+                 r.backfilled) {
+        t = std::max(s_.now, r.protected_until());
+      } else if (r.spec->max_runtime) {
+        t = r.started + *r.spec->max_runtime;
+      }
+      if (t == kNever) continue;
+      int32_t here = 0;
+      for (const Slice& sl : r.placement)
+        if (sl.node == id) here += sl.gpus.value();
+      rel.emplace_back(t, here);
+    }
+    std::sort(rel.begin(), rel.end());
+    for (const auto& [t, gp] : rel) {
+      have += gp;
+      if (have >= need) return t;
+    }
+    return kNever;
+  };
+  struct At {
+    Seconds t;
+    size_t n;
+    bool operator<(const At& o) const { return t != o.t ? t < o.t : n < o.n; }
+  };
+  const auto k = static_cast<size_t>(shape.slices());
+  Seconds best_due = kNever;
+  std::vector<At> best;
+  auto consider = [&](std::vector<At> c) {
+    if (c.size() < k) return;
+    std::sort(c.begin(), c.end());
+    c.resize(k);
+    if (c.back().t < best_due) {
+      best_due = c.back().t;
+      best = std::move(c);
+    }
+  };
+  std::vector<At> all;
+  for (int32_t b = 0; b < cs_.num_blocks(); ++b) {
+    std::vector<At> c;
+    for (NodeId id : cs_.block_nodes(b)) {
+      const auto n = static_cast<size_t>(id.value());
+      const Seconds t = ready_at(n, shape.per_node);
+      if (t != kNever) c.push_back({t, n});
+    }
+    all.insert(all.end(), c.begin(), c.end());
+    if (k > 1) consider(std::move(c));
+  }
+  consider(std::move(all));  // only wins if strictly earlier than the best single block
+  if (best_due == kNever) return false;
+  std::vector<Slice> slices;
+  for (const At& a : best)
+    slices.push_back(Slice{NodeId(static_cast<int32_t>(a.n)), Gpus(shape.per_node)});
+  cs_.Reserve(slices);
+  ++reservations_;
+  reservation_due_ = std::min(reservation_due_, best_due);
+  reservation_holder_ = j.id;
+  out_.reservations.push_back(ReservationDecision{j.id, best_due, slices});
+  Note(p, Reason{ReasonCode::kWaitReservation, {}, {}, best_due.value(), 0}, best_due);
+  return true;
+}
+
+void Cycle::Process(const PendingJob& p) {
+  const JobSpec& j = *p.spec;
+  if (auto it = waiting_on_victims_.find(j.id.value()); it != waiting_on_victims_.end()) {
+    Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, it->second.value(), 0}, it->second);
+    return;
+  }
+  BudgetId at{0};
+  if (!WithinLimits(j.budget, j.gpus.value(), &at)) {
+    Note(p, Reason{ReasonCode::kWaitBudgetLimit, {}, at, *tree_.limit(at), 0});
+    return;
+  }
+  const Shape shape = cs_.ShapeOf(j.gpus, j.gpus_per_node);
+  FailureCache& fc = failed_[Ix(j.budget)];
+  if (!fc.Known(shape)) {
+    if (TryFree(p, shape)) return;
+    if (TryPreempt(p, shape)) return;
+    if (TryReserve(p, shape)) return;
+    fc.Add(shape);
+  }
+  Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free()});
+}
+
+void Cycle::PlaceFunded() {
+  // Pending funded jobs per leaf, each leaf in (priority, queued, id) order.
+  const size_t nb = tree_.size();
+  std::vector<std::vector<const PendingJob*>> queue(nb);
+  for (const PendingJob& p : s_.pending)
+    if (p.spec->funded()) queue[Ix(p.spec->budget)].push_back(&p);
+  std::vector<int64_t> left(nb, 0);
+  std::vector<size_t> cursor(nb, 0);
+  for (size_t b = nb; b-- > 1;) {
+    auto& q = queue[b];
+    std::sort(q.begin(), q.end(),
+              [](const PendingJob* x, const PendingJob* y) { return PendingBefore(*x, *y); });
+    left[b] += static_cast<int64_t>(q.size());
+    left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
+  }
+  // Depth-first by key: at each level, the child whose usage lags its due the most.
+  while (left[0] > 0) {
+    BudgetId b = kRootBudget;
+    while (!tree_.is_leaf(b)) {
+      BudgetId best{-1};
+      double best_key = 0;
+      for (BudgetId c : tree_.children(b)) {
+        if (left[Ix(c)] == 0) continue;
+        const double k = fs_->Key(c);
+        if (best.value() < 0 || k < best_key) {
+          best = c;
+          best_key = k;
+        }
+      }
+      assert(best.value() >= 0);
+      b = best;
+    }
+    const PendingJob& p = *queue[Ix(b)][cursor[Ix(b)]++];
+    for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
+    Process(p);
+  }
+}
+
+void Cycle::PlaceUnfunded() {
+  std::vector<const PendingJob*> queue;
+  for (const PendingJob& p : s_.pending)
+    if (!p.spec->funded()) queue.push_back(&p);
+  std::sort(queue.begin(), queue.end(),
+            [](const PendingJob* x, const PendingJob* y) { return PendingBefore(*x, *y); });
+  FailureCache& fc = failed_.back();
+  for (const PendingJob* p : queue) {
+    const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
+    if (fc.Known(shape) || !HeadroomAllows(*p->spec)) {
+      Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
+      continue;
+    }
+    // Unfunded work may sit on reserved GPUs: it can be preempted at any time.
+    if (auto slices = cs_.Find(shape, true)) {
+      Start(*p, std::move(*slices), ReasonCode::kStartFree);
+    } else {
+      fc.Add(shape);
+      Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
+    }
+  }
+}
+
+Decisions Cycle::Run() {
+  Setup();
+  Housekeeping(s_, HousekeepingOptions{true}, stopping_, out_);
+  PlaceFunded();
+  PlaceUnfunded();
+  return std::move(out_);
+}
+
+}  // namespace
+
+Decisions HourglassPolicy::Cycle(const Snapshot& snap) const {
+  assert(snap.tree && snap.delivered && snap.owed);
+  class Cycle c(config_, snap);
+  return c.Run();
+}
+
+}  // namespace hg

@@ -1,0 +1,23 @@
+// Decisions every policy makes the same way before placing work: jobs past their max_runtime
+// end, draining nodes shed their jobs, and empty draining nodes become drained.
+#pragma once
+
+#include <vector>
+
+#include "core/decision.h"
+#include "core/policy.h"
+
+namespace hg {
+
+struct HousekeepingOptions {
+  // true: a draining node waits for funded jobs' protection to end (the contract); false: the
+  // legacy system, where a person clears a sick node at once.
+  bool honor_contract = true;
+};
+
+// Appends stops and node changes to `out` and marks the stopped jobs in `stopping` (indexed like
+// snap.running; it must start as each job's `stopping` flag).
+void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt,
+                  std::vector<bool>& stopping, Decisions& out);
+
+}  // namespace hg

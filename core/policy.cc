@@ -1,0 +1,64 @@
+#include "core/policy.h"
+
+#include <string>
+
+#include "core/hourglass_policy.h"
+#include "core/priority_policy.h"
+
+namespace hg {
+
+std::vector<std::string> PolicyNames() { return {"hourglass", "priority"}; }
+
+Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config) {
+  if (name == "hourglass") return std::make_unique<HourglassPolicy>(config);
+  if (name == "priority") return std::make_unique<PriorityPolicy>(config);
+  std::string known;
+  for (const auto& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
+  return Fail("policy", "unknown policy '" + std::string(name) + "' (known: " + known + ")");
+}
+
+namespace {
+std::string Dur(Seconds s) {
+  if (s.value() % 3600 == 0) return std::to_string(s.value() / 3600) + " h";
+  return std::to_string(s.value()) + " s";
+}
+}  // namespace
+
+Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
+                         const PolicyConfig& config) {
+  if (job.gpus.value() <= 0) return Fail("gpus", "must be at least 1");
+  if (job.gpus_per_node.value() < 0) return Fail("gpus_per_node", "must not be negative");
+  if (job.gpus_per_node.value() > 0 && job.gpus.value() % job.gpus_per_node.value() != 0)
+    return Fail("gpus_per_node", "must divide gpus (" + std::to_string(job.gpus.value()) + ")");
+  if (job.min_runtime.value() < 0) return Fail("min_runtime", "must not be negative");
+  if (job.min_runtime > config.min_runtime_cap)
+    return Fail("min_runtime", "exceeds the cap of " + Dur(config.min_runtime_cap) + " (got " +
+                                   Dur(job.min_runtime) + ")");
+  if (job.max_runtime && job.max_runtime->value() <= 0)
+    return Fail("max_runtime", "must be positive");
+  if (job.max_runtime && *job.max_runtime < job.min_runtime)
+    return Fail("max_runtime", "must not be shorter than min_runtime");
+  if (job.grace.value() < 0) return Fail("grace", "must not be negative");
+  if (job.grace > config.grace_cap)
+    return Fail("grace", "exceeds the cap of " + Dur(config.grace_cap));
+  // Could the job ever fit, with every node in service and empty?
+  int32_t per = job.gpus_per_node.value();
+  int32_t largest = 0;
+  int64_t total = 0;
+  for (const Node& n : nodes) {
+    largest = std::max(largest, n.gpus.value());
+    total += n.gpus.value();
+  }
+  if (per == 0) per = std::min(job.gpus.value(), largest);
+  if (per > largest)
+    return Fail("gpus_per_node", "no node has " + std::to_string(per) + " GPUs (largest: " +
+                                     std::to_string(largest) + ")");
+  int64_t slots = 0;
+  for (const Node& n : nodes) slots += per > 0 ? n.gpus.value() / per : 0;
+  if (job.gpus.value() > total || (per > 0 && slots * per < job.gpus.value()))
+    return Fail("gpus", "the job can never fit this cluster (" + std::to_string(total) +
+                            " GPUs in " + std::to_string(nodes.size()) + " nodes)");
+  return {};
+}
+
+}  // namespace hg

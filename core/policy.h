@@ -1,0 +1,58 @@
+// The policy interface: a snapshot and `now` in, decisions with reasons out. Implementations
+// read no clock, do no I/O and start no thread; the simulator and the server both drive them.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/budget_tree.h"
+#include "core/decision.h"
+#include "core/error.h"
+#include "core/model.h"
+#include "core/usage_ledger.h"
+
+namespace hg {
+
+struct PolicyConfig {
+  Seconds min_runtime_cap = Hours(8);  // longer min_runtime is refused at submission
+  Seconds grace_cap = Minutes(30);     // longest grace period a job may ask for
+  // Weight of the live allocation against the window's history in the fair-share key: holding
+  // g GPUs now counts as g * live_weight GPU-seconds of usage.
+  Seconds live_weight = Hours(24);
+  // GPUs kept free of everything but quick jobs (class "debug"), as a fraction of capacity, so
+  // debug jobs start without waiting for a victim's grace period.
+  double quick_headroom = 0.0;
+  std::string quick_class = "debug";
+  int max_reservations = 1;  // how many blocked jobs may hold a reservation at once
+};
+
+struct Snapshot {
+  Seconds now{0};
+  std::span<const Node> nodes;       // indexed by NodeId
+  const BudgetTree* tree = nullptr;
+  const UsageLedger* delivered = nullptr;  // GPU-seconds delivered, advanced to `now`
+  const UsageLedger* owed = nullptr;       // GPU-seconds owed, advanced to `now`
+  std::span<const PendingJob> pending;
+  std::span<const RunningJob> running;
+  bool explain = false;  // fill Decisions::pending with a note per pending job
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual Decisions Cycle(const Snapshot& snap) const = 0;
+};
+
+// Policies are chosen by name.
+Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config);
+std::vector<std::string> PolicyNames();
+
+// Checks a job at submission against the cluster and the contract's caps.
+Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
+                         const PolicyConfig& config);
+
+}  // namespace hg

@@ -1,0 +1,148 @@
+#include "core/preemption.h"
+
+#include <algorithm>
+
+namespace hg {
+
+double LostWork(const RunningJob& r, Seconds now) {
+  Seconds since = r.started;
+  if (r.spec->resumable && r.checkpointed > since) since = r.checkpointed;
+  return GpuSeconds(r.gpus(), now - since);
+}
+
+namespace {
+
+struct NodeCost {
+  bool feasible = false;
+  int funded = 0;     // funded victims needed
+  double cost = 0;    // lost work + grace wait
+  std::vector<size_t> victims;
+  bool operator<(const NodeCost& o) const {
+    if (funded != o.funded) return funded < o.funded;
+    return cost < o.cost;
+  }
+};
+
+}  // namespace
+
+std::optional<PreemptionPlan> PlanPreemption(
+    const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
+    const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
+    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved) {
+  const int32_t g = shape.per_node;
+  // Cost for each node of making `need` GPUs available there.
+  auto node_cost = [&](size_t n, int32_t need) {
+    NodeCost nc;
+    const NodeId id(static_cast<int32_t>(n));
+    if (!cs.ready(id)) return nc;
+    int32_t have = cs.free(id) - (may_use_reserved ? 0 : cs.reserved(id));
+    if (have >= need) {
+      nc.feasible = true;
+      return nc;
+    }
+    struct Cand {
+      bool funded;
+      double cost;
+      size_t idx;
+      int32_t gpus_here;
+    };
+    std::vector<Cand> cands;
+    for (size_t i : on_node[n]) {
+      if (stopping[i] || !eligible(i)) continue;
+      const RunningJob& r = running[i];
+      int32_t here = 0;
+      for (const Slice& s : r.placement)
+        if (s.node == id) here += s.gpus.value();
+      const double wait = GpuSeconds(job_gpus, r.spec->grace);
+      cands.push_back({r.spec->funded(), LostWork(r, now) + wait, i, here});
+    }
+    std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
+      if (a.funded != b.funded) return !a.funded;
+      if (a.cost != b.cost) return a.cost < b.cost;
+      return running[a.idx].spec->id < running[b.idx].spec->id;
+    });
+    for (const Cand& c : cands) {
+      if (have >= need) break;
+      have += c.gpus_here;
+      nc.funded += c.funded ? 1 : 0;
+      nc.cost += c.cost;
+      nc.victims.push_back(c.idx);
+    }
+    nc.feasible = have >= need;
+    return nc;
+  };
+
+  std::vector<NodeCost> costs(cs.size());
+  for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g);
+
+  auto finish = [&](std::vector<size_t> nodes) -> std::optional<PreemptionPlan> {
+    PreemptionPlan plan;
+    for (size_t n : nodes) {
+      plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(n)), Gpus(g)});
+      for (size_t v : costs[n].victims) plan.victims.push_back(v);
+    }
+    if (shape.rest > 0) {
+      std::optional<size_t> best;
+      NodeCost best_cost;
+      for (size_t n = 0; n < cs.size(); ++n) {
+        if (std::find(nodes.begin(), nodes.end(), n) != nodes.end()) continue;
+        NodeCost c = node_cost(n, shape.rest);
+        if (c.feasible && (!best || c < best_cost)) {
+          best = n;
+          best_cost = std::move(c);
+        }
+      }
+      if (!best) return std::nullopt;
+      plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(*best)), Gpus(shape.rest)});
+      for (size_t v : best_cost.victims) plan.victims.push_back(v);
+    }
+    std::sort(plan.victims.begin(), plan.victims.end());
+    plan.victims.erase(std::unique(plan.victims.begin(), plan.victims.end()), plan.victims.end());
+    return plan;
+  };
+
+  auto by_cost = [&](size_t a, size_t b) {
+    if (costs[a] < costs[b]) return true;
+    if (costs[b] < costs[a]) return false;
+    return a < b;
+  };
+  const auto k = static_cast<size_t>(shape.count);
+  if (k == 1 && shape.rest == 0) {
+    std::optional<size_t> best;
+    for (size_t n = 0; n < cs.size(); ++n)
+      if (costs[n].feasible && (!best || by_cost(n, *best))) best = n;
+    if (!best) return std::nullopt;
+    return finish({*best});
+  }
+  // Gangs: the cheapest k nodes inside one block if any block can host them, else anywhere.
+  std::optional<std::vector<size_t>> best_nodes;
+  NodeCost best_total;
+  for (int32_t b = 0; b < cs.num_blocks(); ++b) {
+    std::vector<size_t> cand;
+    for (NodeId id : cs.block_nodes(b))
+      if (costs[static_cast<size_t>(id.value())].feasible)
+        cand.push_back(static_cast<size_t>(id.value()));
+    if (cand.size() < k) continue;
+    std::sort(cand.begin(), cand.end(), by_cost);
+    cand.resize(k);
+    NodeCost total;
+    for (size_t n : cand) {
+      total.funded += costs[n].funded;
+      total.cost += costs[n].cost;
+    }
+    if (!best_nodes || total < best_total) {
+      best_nodes = cand;
+      best_total = total;
+    }
+  }
+  if (best_nodes) return finish(*best_nodes);
+  std::vector<size_t> cand;
+  for (size_t n = 0; n < cs.size(); ++n)
+    if (costs[n].feasible) cand.push_back(n);
+  if (cand.size() < k) return std::nullopt;
+  std::sort(cand.begin(), cand.end(), by_cost);
+  cand.resize(k);
+  return finish(cand);
+}
+
+}  // namespace hg

@@ -1,0 +1,32 @@
+// Choosing victims: the cheapest set of running jobs whose GPUs, with the free ones, make a
+// feasible placement for a gang. Cheapest = fewest funded victims, then the least work lost
+// (GPU-seconds since the victim's last checkpoint, or since its start) plus the time the
+// preemptor's GPUs wait out the victims' grace periods.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/cluster_state.h"
+#include "core/model.h"
+
+namespace hg {
+
+struct PreemptionPlan {
+  std::vector<Slice> slices;   // where the job will run
+  std::vector<size_t> victims; // indices into the running jobs
+};
+
+// GPU-seconds lost if `r` stops at `now`.
+double LostWork(const RunningJob& r, Seconds now);
+
+// `on_node[n]` lists the indices of running jobs with a slice on node n. `eligible` says which
+// running jobs may be preempted for this job; `stopping[i]` marks jobs already leaving.
+std::optional<PreemptionPlan> PlanPreemption(
+    const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
+    const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
+    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved);
+
+}  // namespace hg

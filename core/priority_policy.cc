@@ -1,0 +1,95 @@
+#include "core/priority_policy.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "core/cluster_state.h"
+#include "core/housekeeping.h"
+#include "core/preemption.h"
+
+namespace hg {
+
+Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
+  Decisions out;
+  std::vector<bool> stopping(snap.running.size());
+  std::vector<std::vector<size_t>> on_node(snap.nodes.size());
+  std::map<int64_t, Seconds> waiting;  // job id -> latest kill time of its victims
+  for (size_t i = 0; i < snap.running.size(); ++i) {
+    const RunningJob& r = snap.running[i];
+    stopping[i] = r.stopping;
+    for (const Slice& s : r.placement) on_node[static_cast<size_t>(s.node.value())].push_back(i);
+    if (r.stopping && r.stop_for.value() != 0) {
+      auto& t = waiting[r.stop_for.value()];
+      t = std::max(t, r.stop_at);
+    }
+  }
+  Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
+  ClusterState cs(snap.nodes, snap.running);
+
+  std::vector<const PendingJob*> queue;
+  for (const PendingJob& p : snap.pending) queue.push_back(&p);
+  std::sort(queue.begin(), queue.end(), [](const PendingJob* a, const PendingJob* b) {
+    if (a->spec->tier != b->spec->tier) return a->spec->tier > b->spec->tier;
+    if (a->queued_since != b->queued_since) return a->queued_since < b->queued_since;
+    return a->spec->id < b->spec->id;
+  });
+  // Smallest single-node request that failed, per tier, to skip the rest of a full queue fast.
+  int32_t failed_single[3] = {std::numeric_limits<int32_t>::max(),
+                              std::numeric_limits<int32_t>::max(),
+                              std::numeric_limits<int32_t>::max()};
+  int attempts = 0;
+  for (const PendingJob* p : queue) {
+    const JobSpec& j = *p->spec;
+    auto note = [&](ReasonCode c, Seconds eta = kNever) {
+      if (snap.explain)
+        out.pending.push_back(
+            PendingNote{j.id, Reason{c, {}, {}, j.gpus.value(), cs.total_free()}, eta});
+    };
+    if (auto it = waiting.find(j.id.value()); it != waiting.end()) {
+      note(ReasonCode::kWaitPreemption, it->second);
+      continue;
+    }
+    const Shape shape = cs.ShapeOf(j.gpus, j.gpus_per_node);
+    const int tier = std::clamp(j.tier, 0, 2);
+    const bool single = shape.slices() == 1;
+    if (single && shape.per_node >= failed_single[tier]) {
+      note(ReasonCode::kWaitTier);
+      continue;
+    }
+    if (auto slices = cs.Find(shape, true)) {
+      cs.Take(*slices);
+      out.starts.push_back(
+          StartDecision{j.id, std::move(*slices), Reason{ReasonCode::kStartFree, {}, {}, 0, 0}});
+      continue;
+    }
+    if (tier > 0 && ++attempts <= 64) {
+      auto eligible = [&](size_t i) { return snap.running[i].spec->tier < tier; };
+      auto plan = PlanPreemption(shape, j.gpus, cs, snap.running, on_node, stopping, eligible,
+                                 snap.now, true);
+      if (plan && !plan->victims.empty()) {
+        for (size_t v : plan->victims) {
+          const RunningJob& r = snap.running[v];
+          const bool violation = r.spec->funded() && snap.now < r.protected_until();
+          out.stops.push_back(StopDecision{
+              r.spec->id, Reason{ReasonCode::kPreemptTier, j.id, {}, tier, r.spec->tier}, j.id,
+              violation});
+          stopping[v] = true;
+        }
+        std::vector<Slice> free_part;
+        for (const Slice& sl : plan->slices) {
+          const int32_t take = std::min(sl.gpus.value(), cs.free(sl.node));
+          if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
+        }
+        cs.Take(free_part);
+        note(ReasonCode::kWaitPreemption);
+        continue;
+      }
+    }
+    if (single) failed_single[tier] = std::min(failed_single[tier], shape.per_node);
+    note(ReasonCode::kWaitTier);
+  }
+  return out;
+}
+
+}  // namespace hg

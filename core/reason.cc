@@ -1,0 +1,66 @@
+#include <string>
+
+#include "core/decision.h"
+
+namespace hg {
+namespace {
+
+std::string Budget(const BudgetTree& tree, BudgetId b) {
+  if (b == kUnfunded || b.value() < 0 || static_cast<size_t>(b.value()) >= tree.size())
+    return "(unfunded)";
+  std::string p = tree.path(b);
+  if (tree.is_hidden(b)) p = p.substr(0, p.size() - 2);
+  return p;
+}
+
+std::string At(int64_t t) { return "t=" + std::to_string(t) + "s"; }
+
+}  // namespace
+
+std::string Describe(const Reason& r, const BudgetTree& tree) {
+  const std::string other = std::to_string(r.other.value());
+  switch (r.code) {
+    case ReasonCode::kStartFree: return "started on free GPUs";
+    case ReasonCode::kStartBackfill:
+      return "started on GPUs reserved for a larger job; it may be preempted once its protection "
+             "ends";
+    case ReasonCode::kStartAfterPreempt: return "started on GPUs freed by preemption";
+    case ReasonCode::kWaitGpus:
+      return "waiting for " + std::to_string(r.a) + " GPUs (" + std::to_string(r.b) +
+             " free, none preemptible for budget " + Budget(tree, r.budget) + ")";
+    case ReasonCode::kWaitBudgetLimit:
+      return "budget " + Budget(tree, r.budget) + " is at its limit of " + std::to_string(r.a) +
+             " GPUs";
+    case ReasonCode::kWaitPreemption:
+      return "GPUs are being freed for it; victims are killed at the latest at " + At(r.a);
+    case ReasonCode::kWaitReservation:
+      return "holds a reservation; expected to start by " + At(r.a);
+    case ReasonCode::kWaitHeadroom: return "only GPUs kept free for debug jobs are left";
+    case ReasonCode::kWaitUnfunded:
+      return "unfunded: runs only on idle GPUs (" + std::to_string(r.b) + " free, needs " +
+             std::to_string(r.a) + ")";
+    case ReasonCode::kWaitFairShare:
+      return "budgets further below their share come first";
+    case ReasonCode::kWaitTier: return "higher tiers and earlier jobs come first";
+    case ReasonCode::kPreemptForFunded:
+      return "unfunded work preempted to make room for funded job " + other;
+    case ReasonCode::kPreemptFairShare:
+      return "preempted after its protection ended: budget " + Budget(tree, r.budget) +
+             " is further below its share (job " + other + " needs the GPUs)";
+    case ReasonCode::kPreemptReservation:
+      return "preempted after its protection ended: the reservation of job " + other +
+             " is due";
+    case ReasonCode::kPreemptDrain:
+      return "node " + std::to_string(r.a) + " is draining and the job's protection is over";
+    case ReasonCode::kPreemptDrainForced:
+      return "node " + std::to_string(r.a) + " is draining and its deadline passed";
+    case ReasonCode::kPreemptTier:
+      return "preempted by higher-tier job " + other + " (tier " + std::to_string(r.a) + " > " +
+             std::to_string(r.b) + ")";
+    case ReasonCode::kMaxRuntime: return "reached its max_runtime";
+    case ReasonCode::kNodeDrained: return "node is empty: drained";
+  }
+  return "?";
+}
+
+}  // namespace hg
