@@ -1,8 +1,18 @@
+// The one binary: `hourglass <subcommand>`.
 #include <CLI/CLI.hpp>
+
+#include "cmd/sim_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hourglass: GPU-time budgets for shared GPU clusters"};
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
-  return 0;
+  int exit_code = 0;
+  hg::cmd::AddSimCommand(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return exit_code;
 }

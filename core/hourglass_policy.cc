@@ -15,6 +15,8 @@
 namespace hg {
 namespace {
 
+constexpr int kMaxPreemptPlans = 64;
+
 size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
 
 bool PendingBefore(const PendingJob& a, const PendingJob& b) {
@@ -105,8 +107,8 @@ void Cycle::Setup() {
       t = std::max(t, r.stop_at);
     }
   }
-  for (const PendingJob& p : s_.pending) {
-    if (!p.spec->funded()) continue;
+  for (const PendingJob& p : s_.pending_funded) {
+    if (!p.spec) continue;
     demand[Ix(p.spec->budget)] += p.spec->gpus.value();
     // GPUs being freed for a job are counted as its budget's already.
     if (waiting_on_victims_.count(p.spec->id.value()))
@@ -167,7 +169,7 @@ bool Cycle::TryFree(const PendingJob& p, const Shape& shape) {
 
 bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
-  if (++preempt_attempts_ > 64) return false;
+  if (++preempt_attempts_ > kMaxPreemptPlans) return false;
   const JobSpec& j = *p.spec;
   const bool holder = reservation_holder_ && *reservation_holder_ == j.id;
   const double g = j.gpus.value();
@@ -312,13 +314,14 @@ void Cycle::PlaceFunded() {
   // Pending funded jobs per leaf, each leaf in (priority, queued, id) order.
   const size_t nb = tree_.size();
   std::vector<std::vector<const PendingJob*>> queue(nb);
-  for (const PendingJob& p : s_.pending)
-    if (p.spec->funded()) queue[Ix(p.spec->budget)].push_back(&p);
+  for (const PendingJob& p : s_.pending_funded)
+    if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
   std::vector<int64_t> left(nb, 0);
   std::vector<size_t> cursor(nb, 0);
   for (size_t b = nb; b-- > 1;) {
     auto& q = queue[b];
-    std::sort(q.begin(), q.end(),
+    // Already in (queued_since, id) order; the user's own priority comes first.
+    std::stable_sort(q.begin(), q.end(),
               [](const PendingJob* x, const PendingJob* y) { return PendingBefore(*x, *y); });
     left[b] += static_cast<int64_t>(q.size());
     left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
@@ -343,17 +346,18 @@ void Cycle::PlaceFunded() {
     const PendingJob& p = *queue[Ix(b)][cursor[Ix(b)]++];
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
     Process(p);
+    // Nothing more can start once the cluster is full and preemption planning is spent.
+    if (!s_.explain && cs_.total_free() == 0 && preempt_attempts_ >= kMaxPreemptPlans) break;
   }
 }
 
 void Cycle::PlaceUnfunded() {
-  std::vector<const PendingJob*> queue;
-  for (const PendingJob& p : s_.pending)
-    if (!p.spec->funded()) queue.push_back(&p);
-  std::sort(queue.begin(), queue.end(),
-            [](const PendingJob* x, const PendingJob* y) { return PendingBefore(*x, *y); });
+  // Unfunded work is served first come, first served; a full cluster ends the pass early.
   FailureCache& fc = failed_.back();
-  for (const PendingJob* p : queue) {
+  for (const PendingJob& pj : s_.pending_unfunded) {
+    if (!pj.spec) continue;
+    const PendingJob* p = &pj;
+    if (!s_.explain && cs_.total_free() <= required_free_) break;
     const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
     if (fc.Known(shape) || !HeadroomAllows(*p->spec)) {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});

@@ -35,7 +35,11 @@ struct Snapshot {
   const BudgetTree* tree = nullptr;
   const UsageLedger* delivered = nullptr;  // GPU-seconds delivered, advanced to `now`
   const UsageLedger* owed = nullptr;       // GPU-seconds owed, advanced to `now`
-  std::span<const PendingJob> pending;
+  // Pending jobs, funded and unfunded apart, each in (queued_since, id) order. Entries whose
+  // `spec` is null are holes the driver has not compacted yet; policies skip them. The order
+  // lets a policy stop early on a long queue instead of sorting it every cycle.
+  std::span<const PendingJob> pending_funded;
+  std::span<const PendingJob> pending_unfunded;
   std::span<const RunningJob> running;
   bool explain = false;  // fill Decisions::pending with a note per pending job
 };

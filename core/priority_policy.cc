@@ -27,12 +27,31 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
 
+  // Both lists are in (queued_since, id) order: merge them, then order by tier, stably.
   std::vector<const PendingJob*> queue;
-  for (const PendingJob& p : snap.pending) queue.push_back(&p);
-  std::sort(queue.begin(), queue.end(), [](const PendingJob* a, const PendingJob* b) {
-    if (a->spec->tier != b->spec->tier) return a->spec->tier > b->spec->tier;
+  queue.reserve(snap.pending_funded.size() + snap.pending_unfunded.size());
+  auto before = [](const PendingJob* a, const PendingJob* b) {
     if (a->queued_since != b->queued_since) return a->queued_since < b->queued_since;
     return a->spec->id < b->spec->id;
+  };
+  {
+    size_t i = 0, k = 0;
+    const auto& f = snap.pending_funded;
+    const auto& u = snap.pending_unfunded;
+    while (i < f.size() || k < u.size()) {
+      if (i < f.size() && !f[i].spec) {
+        ++i;
+      } else if (k < u.size() && !u[k].spec) {
+        ++k;
+      } else if (k == u.size() || (i < f.size() && before(&f[i], &u[k]))) {
+        queue.push_back(&f[i++]);
+      } else {
+        queue.push_back(&u[k++]);
+      }
+    }
+  }
+  std::stable_sort(queue.begin(), queue.end(), [](const PendingJob* a, const PendingJob* b) {
+    return a->spec->tier > b->spec->tier;
   });
   // Smallest single-node request that failed, per tier, to skip the rest of a full queue fast.
   int32_t failed_single[3] = {std::numeric_limits<int32_t>::max(),
@@ -88,6 +107,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
     }
     if (single) failed_single[tier] = std::min(failed_single[tier], shape.per_node);
     note(ReasonCode::kWaitTier);
+    if (!snap.explain && cs.total_free() == 0 && attempts >= 64) break;
   }
   return out;
 }

@@ -1,0 +1,156 @@
+#include "cmd/sim_command.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "core/policy.h"
+#include "sim/engine.h"
+#include "sim/lab_month.h"
+#include "sim/progress.h"
+#include "sim/report.h"
+#include "sim/scenario_io.h"
+
+namespace hg::cmd {
+namespace {
+
+struct SimArgs {
+  std::string scenario;
+  uint64_t seed = 1;
+  std::string policies = "hourglass,priority";
+  std::string json;
+  std::string cluster, budgets, workload, events;
+  std::string write_dir;
+  double end_days = 0;
+  int64_t interval = 10;
+  double quick_headroom = 0.015;
+  bool quiet = false;
+};
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Maps the engine's file tokens ("workload", ...) to the paths the user gave.
+Error WithPath(Error e, const SimArgs& a) {
+  if (e.file == "cluster") e.file = a.cluster;
+  if (e.file == "budgets") e.file = a.budgets;
+  if (e.file == "workload") e.file = a.workload;
+  if (e.file == "events") e.file = a.events;
+  return e;
+}
+
+Result<sim::Scenario> LoadScenario(const SimArgs& a) {
+  sim::Scenario sc;
+  if (!a.scenario.empty()) {
+    if (a.scenario != sim::kLabMonthName)
+      return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
+    if (!a.cluster.empty() || !a.workload.empty() || !a.budgets.empty())
+      return Fail("--scenario", "give either --scenario or --cluster/--budgets/--workload files");
+    sc = sim::MakeLabMonth(a.seed);
+  } else {
+    if (a.cluster.empty() || a.budgets.empty() || a.workload.empty())
+      return Fail("--cluster/--budgets/--workload",
+                  "give --scenario NAME or all three scenario files");
+    auto nodes = sim::ReadCluster(a.cluster);
+    if (!nodes) return tl::unexpected(nodes.error());
+    auto budgets = sim::ReadBudgets(a.budgets);
+    if (!budgets) return tl::unexpected(budgets.error());
+    auto jobs = sim::ReadWorkload(a.workload);
+    if (!jobs) return tl::unexpected(jobs.error());
+    sc.name = a.workload;
+    sc.nodes = std::move(*nodes);
+    sc.budgets = std::move(*budgets);
+    sc.jobs = std::move(*jobs);
+    if (!a.events.empty()) {
+      auto ev = sim::ReadEvents(a.events);
+      if (!ev) return tl::unexpected(ev.error());
+      sc.events = std::move(*ev);
+    }
+    Seconds last{0};
+    for (const auto& j : sc.jobs) last = std::max(last, j.spec.submit);
+    sc.end = last + Days(1);
+  }
+  if (a.end_days > 0) sc.end = Seconds(static_cast<int64_t>(a.end_days * 86400));
+  return sc;
+}
+
+int RunSim(const SimArgs& a) {
+  auto fail = [&](const Error& e) {
+    std::cerr << "hourglass sim: " << WithPath(e, a).ToString() << "\n";
+    return 2;
+  };
+  if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
+  if (a.quick_headroom < 0 || a.quick_headroom > 0.5)
+    return fail(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
+  auto sc = LoadScenario(a);
+  if (!sc) return fail(sc.error());
+  sim::SimOptions opt;
+  opt.interval = Seconds(a.interval);
+  opt.policy.quick_headroom = a.quick_headroom;
+  if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
+  std::vector<std::unique_ptr<Policy>> policies;
+  for (const std::string& name : Split(a.policies)) {
+    auto p = MakePolicy(name, opt.policy);
+    if (!p) return fail(p.error());
+    policies.push_back(std::move(*p));
+  }
+  if (policies.empty()) return fail(Error{"--policies", "name at least one policy", {}, 0});
+  if (!a.write_dir.empty()) {
+    if (auto ok = sim::WriteScenario(*sc, a.write_dir); !ok) return fail(ok.error());
+    std::cerr << "wrote scenario files to " << a.write_dir << "\n";
+  }
+  std::vector<sim::SimResult> runs;
+  sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
+  for (const auto& p : policies) {
+    opt.progress = [&](Seconds t, int64_t events) {
+      progress.Update(p->name(), t, sc->end, events);
+    };
+    auto r = sim::Simulate(*sc, *p, opt);
+    if (!r) return fail(r.error());
+    runs.push_back(std::move(*r));
+  }
+  progress.Done();
+  std::cout << sim::RenderTable(runs);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json, std::ios::binary | std::ios::trunc);
+    out << sim::RenderJson(runs);
+    if (!out) return fail(Error{"--json", "cannot write '" + a.json + "'", {}, 0});
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddSimCommand(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<SimArgs>();
+  CLI::App* sim = app.add_subcommand("sim", "Simulate a workload under one or more policies");
+  sim->add_option("--scenario", args->scenario, "Built-in scenario: lab-month");
+  sim->add_option("--seed", args->seed, "Seed of the built-in scenario");
+  sim->add_option("--policies", args->policies, "Comma-separated policy names")
+      ->capture_default_str();
+  sim->add_option("--json", args->json, "Write the JSON report to FILE");
+  sim->add_option("--cluster", args->cluster, "Cluster CSV (name,gpus,block)");
+  sim->add_option("--budgets", args->budgets, "Budget tree TOML");
+  sim->add_option("--workload", args->workload, "Workload CSV");
+  sim->add_option("--events", args->events, "Timed events CSV");
+  sim->add_option("--write-scenario", args->write_dir, "Also write the scenario as files to DIR");
+  sim->add_option("--end-days", args->end_days, "Evaluate until this day (default: scenario's)");
+  sim->add_option("--interval", args->interval, "Scheduling interval in seconds")
+      ->capture_default_str();
+  sim->add_option("--quick-headroom", args->quick_headroom,
+                  "Fraction of capacity kept free for debug jobs")
+      ->capture_default_str();
+  sim->add_flag("--quiet", args->quiet, "No progress line");
+  sim->callback([args, &exit_code] { exit_code = RunSim(*args); });
+}
+
+}  // namespace hg::cmd

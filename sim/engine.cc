@@ -1,0 +1,648 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <optional>
+#include <queue>
+
+#include "core/fair_division.h"
+#include "core/usage_ledger.h"
+
+namespace hg::sim {
+namespace {
+
+enum class Ev : uint8_t { kSubmit, kFinish, kKill, kWake, kExternal, kCycle, kSample };
+
+struct Event {
+  Seconds at;
+  int64_t seq;
+  Ev kind;
+  int32_t idx;
+  int32_t token;
+  bool operator>(const Event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+struct JobRt {
+  JobState state = JobState::kPending;
+  bool submitted = false;
+  Seconds remaining{0};     // work left, including reload time after a restart
+  Seconds requeued_at{0};   // start of the current wait
+  int attempts = 0;
+  int32_t token = 0;        // bumped on every start and stop, so stale events are ignored
+  int32_t run = -1;         // index into running_
+  int32_t preempt_record = -1;
+  bool stop_ends_job = false;  // stopped for max_runtime: ends failed, not requeued
+  std::vector<Seconds> waits;
+};
+
+struct NodeRt {
+  int32_t used = 0;
+  int32_t unfunded = 0;
+  int32_t drain_record = -1;
+  bool repair_pending = false;
+};
+
+StopCause CauseOf(ReasonCode c) {
+  switch (c) {
+    case ReasonCode::kPreemptForFunded: return StopCause::kUnfunded;
+    case ReasonCode::kPreemptFairShare: return StopCause::kFairShare;
+    case ReasonCode::kPreemptReservation: return StopCause::kReservation;
+    case ReasonCode::kPreemptDrain: return StopCause::kDrain;
+    case ReasonCode::kPreemptDrainForced: return StopCause::kDrainForced;
+    case ReasonCode::kPreemptTier: return StopCause::kPriority;
+    case ReasonCode::kMaxRuntime: return StopCause::kMaxRuntime;
+    default: return StopCause::kFairShare;
+  }
+}
+
+Error In(const char* file, int line, std::string field, std::string reason) {
+  return Error{std::move(field), std::move(reason), file, line};
+}
+
+class Engine {
+ public:
+  Engine(const Scenario& sc, const Policy& policy, const SimOptions& opt, BudgetTree tree)
+      : sc_(sc),
+        policy_(policy),
+        opt_(opt),
+        tree_(std::move(tree)),
+        delivered_(tree_, opt.window),
+        owed_(tree_, opt.window) {}
+
+  SimResult Run();
+
+ private:
+  void Push(Seconds at, Ev kind, int32_t idx, int32_t token = 0) {
+    queue_.push(Event{at, seq_++, kind, idx, token});
+  }
+  void Dirty() {
+    owed_dirty_ = true;
+    if (cycle_scheduled_) return;
+    const int64_t iv = opt_.interval.value();
+    Push(Seconds((now_.value() + iv - 1) / iv * iv), Ev::kCycle, 0);
+    cycle_scheduled_ = true;
+  }
+  void Account(Seconds to);
+  void RunCycle();
+  void Submit(int32_t j);
+  void StartJob(const StartDecision& d);
+  void StopJob(const StopDecision& d);
+  void EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_node);
+  void External(const TimedEvent& e);
+  void SetNodeState(size_t n, NodeState to);
+  void Sample();
+
+  void AddPending(int32_t j);
+  void RemovePending(int32_t j);
+  void Compact(std::vector<PendingJob>& v, size_t& holes);
+
+  const Scenario& sc_;
+  const Policy& policy_;
+  const SimOptions& opt_;
+  BudgetTree tree_;
+  UsageLedger delivered_;
+  UsageLedger owed_;
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  int64_t seq_ = 0;
+  Seconds now_{0};
+  bool cycle_scheduled_ = false;
+
+  std::vector<JobSpec> specs_;
+  std::vector<JobRt> jobs_;
+  std::map<int64_t, int32_t> job_by_id_;
+  std::vector<Node> nodes_;
+  std::vector<NodeRt> node_rt_;
+  std::map<std::string, size_t> node_by_name_;
+
+  std::vector<PendingJob> pending_funded_, pending_unfunded_;
+  size_t holes_funded_ = 0, holes_unfunded_ = 0;
+  std::vector<RunningJob> running_;
+
+  // Rates that hold since the last accounting point.
+  int64_t capacity_ = 0, alloc_ready_ = 0, unfunded_ready_ = 0;
+  std::vector<double> leaf_alloc_, demand_, owed_now_;
+  bool owed_dirty_ = true;
+  Seconds last_{0};
+  std::vector<double> delivered_total_, owed_total_;  // GPU-seconds per budget
+  double cap_acc_ = 0, alloc_acc_ = 0, unf_acc_ = 0;  // GPU-seconds, whole run
+  double cap_hour_ = 0, alloc_hour_ = 0, unf_hour_ = 0;
+
+  SimResult result_;
+};
+
+void Engine::Account(Seconds to) {
+  const int64_t dt = (to - last_).value();
+  if (dt <= 0) return;
+  if (owed_dirty_) {
+    owed_now_ = WaterFill(tree_, demand_, static_cast<double>(capacity_));
+    owed_dirty_ = false;
+  }
+  const auto d = static_cast<double>(dt);
+  cap_acc_ += static_cast<double>(capacity_) * d;
+  alloc_acc_ += static_cast<double>(alloc_ready_) * d;
+  unf_acc_ += static_cast<double>(unfunded_ready_) * d;
+  cap_hour_ += static_cast<double>(capacity_) * d;
+  alloc_hour_ += static_cast<double>(alloc_ready_) * d;
+  unf_hour_ += static_cast<double>(unfunded_ready_) * d;
+  for (size_t b = 1; b < leaf_alloc_.size(); ++b) {
+    const BudgetId id(static_cast<int32_t>(b));
+    if (!tree_.is_leaf(id)) continue;
+    if (leaf_alloc_[b] > 0) {
+      delivered_.Charge(id, last_, to, leaf_alloc_[b]);
+      delivered_total_[b] += leaf_alloc_[b] * d;
+    }
+    if (owed_now_[b] > 0) {
+      owed_.Charge(id, last_, to, owed_now_[b]);
+      owed_total_[b] += owed_now_[b] * d;
+    }
+  }
+  last_ = to;
+}
+
+void Engine::AddPending(int32_t j) {
+  const JobSpec& s = specs_[static_cast<size_t>(j)];
+  auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
+  auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
+  PendingJob p{&s, s.submit, jobs_[static_cast<size_t>(j)].attempts + 1};
+  // Requeued jobs keep their place (their original submission time), so a middle insert
+  // happens; compact first so the order can be searched.
+  const bool in_order =
+      v.empty() || v.back().queued_since < p.queued_since ||
+      (v.back().queued_since == p.queued_since && v.back().spec && v.back().spec->id < s.id);
+  if (!in_order) {
+    Compact(v, holes);
+    auto it = std::upper_bound(v.begin(), v.end(), p, [](const PendingJob& a, const PendingJob& b) {
+      return a.queued_since != b.queued_since ? a.queued_since < b.queued_since
+                                              : a.spec->id < b.spec->id;
+    });
+    v.insert(it, p);
+  } else {
+    v.push_back(p);
+  }
+}
+
+void Engine::RemovePending(int32_t j) {
+  const JobSpec& s = specs_[static_cast<size_t>(j)];
+  auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
+  auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
+  auto it = std::lower_bound(v.begin(), v.end(), s, [](const PendingJob& a, const JobSpec& key) {
+    // Holes keep their queued_since, so the search stays valid; ties are scanned below.
+    return a.queued_since < key.submit;
+  });
+  for (; it != v.end() && it->queued_since == s.submit; ++it) {
+    if (it->spec == &s) {
+      it->spec = nullptr;
+      ++holes;
+      if (holes * 2 > v.size() + 64) Compact(v, holes);
+      return;
+    }
+  }
+  assert(false && "pending job not found");
+}
+
+void Engine::Compact(std::vector<PendingJob>& v, size_t& holes) {
+  std::erase_if(v, [](const PendingJob& p) { return p.spec == nullptr; });
+  holes = 0;
+}
+
+void Engine::SetNodeState(size_t n, NodeState to) {
+  Node& node = nodes_[n];
+  const bool was = node.state == NodeState::kReady, is = to == NodeState::kReady;
+  if (was && !is) {
+    capacity_ -= node.gpus.value();
+    alloc_ready_ -= node_rt_[n].used;
+    unfunded_ready_ -= node_rt_[n].unfunded;
+  } else if (!was && is) {
+    capacity_ += node.gpus.value();
+    alloc_ready_ += node_rt_[n].used;
+    unfunded_ready_ += node_rt_[n].unfunded;
+  }
+  node.state = to;
+  if (is) {
+    node.drain_cause = DrainCause::kNone;
+    node.drain_deadline.reset();
+    node_rt_[n].repair_pending = false;
+  }
+  owed_dirty_ = true;
+}
+
+void Engine::Submit(int32_t j) {
+  JobRt& rt = jobs_[static_cast<size_t>(j)];
+  const JobSpec& s = specs_[static_cast<size_t>(j)];
+  rt.submitted = true;
+  rt.state = JobState::kPending;
+  rt.requeued_at = now_;
+  AddPending(j);
+  if (s.funded()) demand_[static_cast<size_t>(s.budget.value())] += s.gpus.value();
+  Dirty();
+}
+
+void Engine::StartJob(const StartDecision& d) {
+  const int32_t j = job_by_id_.at(d.job.value());
+  JobRt& rt = jobs_[static_cast<size_t>(j)];
+  const JobSpec& s = specs_[static_cast<size_t>(j)];
+  assert(rt.state == JobState::kPending);
+  int32_t total = 0;
+  for (const Slice& sl : d.placement) {
+    const auto n = static_cast<size_t>(sl.node.value());
+    assert(nodes_[n].state == NodeState::kReady);
+    assert(node_rt_[n].used + sl.gpus.value() <= nodes_[n].gpus.value());
+    node_rt_[n].used += sl.gpus.value();
+    if (!s.funded()) node_rt_[n].unfunded += sl.gpus.value();
+    alloc_ready_ += sl.gpus.value();
+    if (!s.funded()) unfunded_ready_ += sl.gpus.value();
+    total += sl.gpus.value();
+  }
+  assert(total == s.gpus.value());
+  (void)total;
+  RemovePending(j);
+  rt.state = JobState::kRunning;
+  rt.waits.push_back(now_ - rt.requeued_at);
+  ++rt.attempts;
+  ++rt.token;
+  rt.stop_ends_job = false;
+  RunningJob r;
+  r.spec = &s;
+  r.started = now_;
+  r.placement = d.placement;
+  r.attempt = rt.attempts;
+  r.backfilled = d.reason.code == ReasonCode::kStartBackfill;
+  r.checkpointed = now_;
+  rt.run = static_cast<int32_t>(running_.size());
+  running_.push_back(std::move(r));
+  if (s.funded()) leaf_alloc_[static_cast<size_t>(s.budget.value())] += s.gpus.value();
+  Push(now_ + rt.remaining, Ev::kFinish, j, rt.token);
+  if (s.funded() && s.min_runtime.value() > 0) Push(now_ + s.min_runtime, Ev::kWake, j, rt.token);
+  if (s.max_runtime) Push(now_ + *s.max_runtime, Ev::kWake, j, rt.token);
+}
+
+void Engine::StopJob(const StopDecision& d) {
+  const int32_t j = job_by_id_.at(d.job.value());
+  JobRt& rt = jobs_[static_cast<size_t>(j)];
+  assert(rt.state == JobState::kRunning && rt.run >= 0);
+  RunningJob& r = running_[static_cast<size_t>(rt.run)];
+  assert(!r.stopping);
+  r.stopping = true;
+  r.stop_at = now_ + r.spec->grace;
+  r.stop_for = d.for_job;
+  if (d.reason.code == ReasonCode::kMaxRuntime) {
+    rt.stop_ends_job = true;
+  } else {
+    const StopCause cause = CauseOf(d.reason.code);
+    const bool protected_now = r.spec->funded() && now_ < r.protected_until();
+    // An operator's expired deadline is a person's decision, not the policy breaking the contract.
+    bool operator_forced = false;
+    if (cause == StopCause::kDrainForced) {
+      for (const Slice& sl : r.placement) {
+        const Node& n = nodes_[static_cast<size_t>(sl.node.value())];
+        if (n.drain_deadline && now_ >= *n.drain_deadline) operator_forced = true;
+        const int32_t rec = node_rt_[static_cast<size_t>(sl.node.value())].drain_record;
+        if (rec >= 0 && n.state == NodeState::kDraining)
+          result_.drains[static_cast<size_t>(rec)].manual = true;
+      }
+    }
+    PreemptionRecord pr;
+    pr.at = now_;
+    pr.job = r.spec->id;
+    pr.job_class = r.spec->job_class;
+    pr.gpus = r.spec->gpus.value();
+    pr.funded = r.spec->funded();
+    pr.cause = cause;
+    pr.contract_violation = protected_now && !operator_forced;
+    rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
+    result_.preemptions.push_back(pr);
+  }
+  Push(r.stop_at, Ev::kKill, j, rt.token);
+}
+
+void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_node) {
+  JobRt& rt = jobs_[static_cast<size_t>(j)];
+  const JobSpec& s = specs_[static_cast<size_t>(j)];
+  const auto idx = static_cast<size_t>(rt.run);
+  RunningJob& r = running_[idx];
+  for (const Slice& sl : r.placement) {
+    const auto n = static_cast<size_t>(sl.node.value());
+    node_rt_[n].used -= sl.gpus.value();
+    if (!s.funded()) node_rt_[n].unfunded -= sl.gpus.value();
+    if (nodes_[n].state == NodeState::kReady) {
+      alloc_ready_ -= sl.gpus.value();
+      if (!s.funded()) unfunded_ready_ -= sl.gpus.value();
+    }
+  }
+  if (s.funded()) {
+    leaf_alloc_[static_cast<size_t>(s.budget.value())] -= s.gpus.value();
+    demand_[static_cast<size_t>(s.budget.value())] -= s.gpus.value();
+  }
+  // Work since the last checkpoint is lost; a resumable job keeps what it saved.
+  const Seconds ran = now_ - r.started;
+  const auto& sim = sc_.jobs[static_cast<size_t>(j)];
+  Seconds saved{0};
+  if (s.resumable && sim.checkpoint_interval.value() > 0)
+    saved = Seconds(ran.value() / sim.checkpoint_interval.value() *
+                    sim.checkpoint_interval.value());
+  const bool stopped_early = final_state != JobState::kSucceeded;
+  if (stopped_early && rt.preempt_record >= 0 && !rt.stop_ends_job)
+    result_.preemptions[static_cast<size_t>(rt.preempt_record)].lost_gpu_hours =
+        GpuSeconds(s.gpus, ran - saved) / 3600.0;
+  if (lost_node) {
+    PreemptionRecord pr;
+    pr.at = now_;
+    pr.job = s.id;
+    pr.job_class = s.job_class;
+    pr.gpus = s.gpus.value();
+    pr.funded = s.funded();
+    pr.cause = cause;
+    pr.lost_gpu_hours = GpuSeconds(s.gpus, ran - saved) / 3600.0;
+    result_.preemptions.push_back(pr);
+  }
+  // Swap-remove from the running list.
+  if (idx + 1 != running_.size()) {
+    running_[idx] = std::move(running_.back());
+    jobs_[static_cast<size_t>(job_by_id_.at(running_[idx].spec->id.value()))].run =
+        static_cast<int32_t>(idx);
+  }
+  running_.pop_back();
+  rt.run = -1;
+  rt.preempt_record = -1;
+  ++rt.token;
+  const bool requeue = stopped_early && s.resumable && !rt.stop_ends_job;
+  if (requeue) {
+    rt.remaining = rt.remaining - saved + opt_.restart_overhead;
+    rt.state = JobState::kPending;
+    rt.requeued_at = now_;
+    AddPending(j);
+    if (s.funded()) demand_[static_cast<size_t>(s.budget.value())] += s.gpus.value();
+  } else {
+    rt.state = final_state;
+  }
+  Dirty();
+}
+
+void Engine::External(const TimedEvent& e) {
+  switch (e.kind) {
+    case EventKind::kHealthFail:
+    case EventKind::kDrain: {
+      const size_t n = node_by_name_.at(e.target);
+      if (nodes_[n].state != NodeState::kReady) break;
+      SetNodeState(n, NodeState::kDraining);
+      nodes_[n].drain_cause =
+          e.kind == EventKind::kHealthFail ? DrainCause::kHealth : DrainCause::kOperator;
+      nodes_[n].drain_since = now_;
+      if (e.deadline) {
+        nodes_[n].drain_deadline = now_ + *e.deadline;
+        Push(now_ + *e.deadline, Ev::kWake, -1);
+      }
+      node_rt_[n].drain_record = static_cast<int32_t>(result_.drains.size());
+      result_.drains.push_back(DrainRecord{nodes_[n].name, now_, kNever, false, false});
+      break;
+    }
+    case EventKind::kNodeLost: {
+      const size_t n = node_by_name_.at(e.target);
+      if (nodes_[n].state == NodeState::kLost) break;
+      SetNodeState(n, NodeState::kLost);
+      result_.drains.push_back(DrainRecord{nodes_[n].name, now_, kNever, true, true});
+      node_rt_[n].drain_record = -1;
+      std::vector<int32_t> victims;
+      for (const RunningJob& r : running_)
+        for (const Slice& sl : r.placement)
+          if (static_cast<size_t>(sl.node.value()) == n) {
+            victims.push_back(job_by_id_.at(r.spec->id.value()));
+            break;
+          }
+      std::sort(victims.begin(), victims.end());
+      for (int32_t j : victims) EndRun(j, JobState::kFailed, StopCause::kNodeLost, true);
+      break;
+    }
+    case EventKind::kRepair:
+    case EventKind::kUndrain: {
+      const size_t n = node_by_name_.at(e.target);
+      if (nodes_[n].state == NodeState::kDraining && e.kind == EventKind::kRepair) {
+        node_rt_[n].repair_pending = true;  // back in service once it is empty
+      } else if (nodes_[n].state != NodeState::kReady) {
+        SetNodeState(n, NodeState::kReady);
+      }
+      break;
+    }
+    case EventKind::kBudgetShare: {
+      if (auto b = tree_.Find(e.target)) (void)tree_.SetShare(*b, e.value);
+      break;
+    }
+    case EventKind::kBudgetLimit: {
+      if (auto b = tree_.Find(e.target))
+        (void)tree_.SetLimit(*b, e.value < 0 ? std::nullopt
+                                             : std::optional<int32_t>(static_cast<int32_t>(e.value)));
+      break;
+    }
+  }
+  Dirty();
+}
+
+void Engine::RunCycle() {
+  delivered_.AdvanceTo(now_);
+  owed_.AdvanceTo(now_);
+  for (RunningJob& r : running_) {
+    const auto& sim = sc_.jobs[static_cast<size_t>(job_by_id_.at(r.spec->id.value()))];
+    const int64_t ci = sim.checkpoint_interval.value();
+    if (ci > 0) r.checkpointed = r.started + Seconds((now_ - r.started).value() / ci * ci);
+  }
+  Snapshot snap;
+  snap.now = now_;
+  snap.nodes = nodes_;
+  snap.tree = &tree_;
+  snap.delivered = &delivered_;
+  snap.owed = &owed_;
+  snap.pending_funded = pending_funded_;
+  snap.pending_unfunded = pending_unfunded_;
+  snap.running = running_;
+  Decisions d = policy_.Cycle(snap);
+  ++result_.cycles;
+  for (const StopDecision& s : d.stops) StopJob(s);
+  for (const StartDecision& s : d.starts) StartJob(s);
+  for (const NodeDecision& nd : d.nodes) {
+    const auto n = static_cast<size_t>(nd.node.value());
+    if (nodes_[n].state != NodeState::kDraining || nd.to != NodeState::kDrained) continue;
+    const int32_t rec = node_rt_[n].drain_record;
+    if (rec >= 0) result_.drains[static_cast<size_t>(rec)].empty_at = now_;
+    node_rt_[n].drain_record = -1;
+    SetNodeState(n, node_rt_[n].repair_pending ? NodeState::kReady : NodeState::kDrained);
+  }
+}
+
+void Engine::Sample() {
+  SeriesPoint p;
+  p.at = now_;
+  p.capacity = cap_hour_ / 3600.0;
+  p.allocated = alloc_hour_ / 3600.0;
+  p.unfunded = unf_hour_ / 3600.0;
+  cap_hour_ = alloc_hour_ = unf_hour_ = 0;
+  // The largest gang that could start now: free GPUs of ready nodes within one block.
+  std::map<std::string, int32_t> per_block;
+  for (size_t n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].state == NodeState::kReady)
+      per_block[nodes_[n].block] += nodes_[n].gpus.value() - node_rt_[n].used;
+  for (const auto& [b, f] : per_block) p.largest_free = std::max(p.largest_free, f);
+  result_.series.push_back(p);
+}
+
+SimResult Engine::Run() {
+  result_.policy = std::string(policy_.name());
+  result_.scenario = sc_.name;
+  result_.start = Seconds(0);
+  result_.end = sc_.end;
+  for (size_t i = 0; i < sc_.nodes.size(); ++i) {
+    Node n;
+    n.id = NodeId(static_cast<int32_t>(i));
+    n.name = sc_.nodes[i].name;
+    n.gpus = Gpus(sc_.nodes[i].gpus);
+    n.block = sc_.nodes[i].block;
+    nodes_.push_back(n);
+    node_by_name_[n.name] = i;
+    capacity_ += n.gpus.value();
+  }
+  node_rt_.resize(nodes_.size());
+  const size_t nb = tree_.size();
+  leaf_alloc_.assign(nb, 0.0);
+  demand_.assign(nb, 0.0);
+  owed_now_.assign(nb, 0.0);
+  delivered_total_.assign(nb, 0.0);
+  owed_total_.assign(nb, 0.0);
+  specs_.reserve(sc_.jobs.size());
+  jobs_.resize(sc_.jobs.size());
+  for (size_t i = 0; i < sc_.jobs.size(); ++i) {
+    JobSpec s = sc_.jobs[i].spec;
+    s.budget = sc_.jobs[i].budget.empty() ? kUnfunded
+                                          : tree_.ChargeTarget(*tree_.Find(sc_.jobs[i].budget));
+    specs_.push_back(s);
+    jobs_[i].remaining = sc_.jobs[i].duration;
+    job_by_id_[s.id.value()] = static_cast<int32_t>(i);
+    Push(s.submit, Ev::kSubmit, static_cast<int32_t>(i));
+  }
+  for (size_t i = 0; i < sc_.events.size(); ++i)
+    Push(sc_.events[i].at, Ev::kExternal, static_cast<int32_t>(i));
+  for (Seconds t = Hours(1); t <= sc_.end; t += Hours(1)) Push(t, Ev::kSample, 0);
+
+  while (!queue_.empty() && queue_.top().at <= sc_.end) {
+    const Event e = queue_.top();
+    queue_.pop();
+    now_ = e.at;
+    Account(now_);
+    ++result_.events;
+    if (opt_.progress && (result_.events & 0xFFFF) == 0) opt_.progress(now_, result_.events);
+    const auto j = static_cast<size_t>(e.idx);
+    switch (e.kind) {
+      case Ev::kSubmit: Submit(e.idx); break;
+      case Ev::kFinish:
+        if (jobs_[j].token == e.token && jobs_[j].state == JobState::kRunning)
+          EndRun(e.idx, JobState::kSucceeded, StopCause::kFairShare, false);
+        break;
+      case Ev::kKill:
+        if (jobs_[j].token == e.token && jobs_[j].state == JobState::kRunning)
+          EndRun(e.idx,
+                 jobs_[j].stop_ends_job ? JobState::kFailed : JobState::kPreempted,
+                 StopCause::kFairShare, false);
+        break;
+      case Ev::kWake:
+        if (e.idx < 0 || (jobs_[j].token == e.token && jobs_[j].state == JobState::kRunning))
+          Dirty();
+        break;
+      case Ev::kExternal: External(sc_.events[j]); break;
+      case Ev::kCycle:
+        cycle_scheduled_ = false;
+        RunCycle();
+        break;
+      case Ev::kSample: Sample(); break;
+    }
+  }
+  now_ = sc_.end;
+  Account(sc_.end);
+
+  result_.capacity_gpu_hours = cap_acc_ / 3600.0;
+  result_.allocated_gpu_hours = alloc_acc_ / 3600.0;
+  result_.unfunded_gpu_hours = unf_acc_ / 3600.0;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobRt& rt = jobs_[i];
+    JobRecord rec;
+    rec.id = specs_[i].id;
+    rec.job_class = specs_[i].job_class;
+    rec.gpus = specs_[i].gpus.value();
+    rec.funded = specs_[i].funded();
+    rec.waits = rt.waits;
+    rec.final_state = rt.state;
+    rec.attempts = rt.attempts;
+    if (rt.submitted) result_.jobs.push_back(std::move(rec));
+  }
+  // Budget totals: leaves as accounted, parents as sums; depth-first order.
+  std::vector<double> del(delivered_total_), owe(owed_total_);
+  for (size_t b = nb; b-- > 1;) {
+    const auto p = static_cast<size_t>(tree_.parent(BudgetId(static_cast<int32_t>(b))).value());
+    del[p] += del[b];
+    owe[p] += owe[b];
+  }
+  std::vector<BudgetId> stack(tree_.children(kRootBudget).rbegin(),
+                              tree_.children(kRootBudget).rend());
+  while (!stack.empty()) {
+    const BudgetId b = stack.back();
+    stack.pop_back();
+    const auto i = static_cast<size_t>(b.value());
+    BudgetTotals t;
+    t.path = tree_.is_hidden(b) ? tree_.path(tree_.parent(b)) + "/(direct)" : tree_.path(b);
+    t.depth = tree_.depth(b);
+    t.leaf = tree_.is_leaf(b);
+    t.owed_gpu_hours = owe[i] / 3600.0;
+    t.delivered_gpu_hours = del[i] / 3600.0;
+    // A direct child that never held a job is left out: it is an implementation detail.
+    if (!tree_.is_hidden(b) || owe[i] > 0 || del[i] > 0) result_.budgets.push_back(t);
+    const auto& ch = tree_.children(b);
+    for (auto it = ch.rbegin(); it != ch.rend(); ++it) stack.push_back(*it);
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+Result<void> Validate(const Scenario& sc, const PolicyConfig& config) {
+  auto tree = BudgetTree::Build(sc.budgets);
+  if (!tree) {
+    Error e = tree.error();
+    e.file = "budgets";
+    return tl::unexpected(e);
+  }
+  std::vector<Node> nodes;
+  std::map<std::string, int> names;
+  for (size_t i = 0; i < sc.nodes.size(); ++i) {
+    Node n;
+    n.id = NodeId(static_cast<int32_t>(i));
+    n.gpus = Gpus(sc.nodes[i].gpus);
+    nodes.push_back(n);
+    names[sc.nodes[i].name] = 1;
+  }
+  if (nodes.empty()) return tl::unexpected(In("cluster", 0, "nodes", "the cluster has no nodes"));
+  for (const SimJob& j : sc.jobs) {
+    if (!j.budget.empty() && !tree->Find(j.budget))
+      return tl::unexpected(
+          In("workload", j.line, "budget", "unknown budget '" + j.budget + "'"));
+    if (auto ok = ValidateJob(j.spec, nodes, config); !ok)
+      return tl::unexpected(In("workload", j.line, ok.error().field, ok.error().reason));
+    if (j.duration.value() <= 0)
+      return tl::unexpected(In("workload", j.line, "duration", "must be positive"));
+  }
+  for (const TimedEvent& e : sc.events) {
+    const bool node_event = e.kind != EventKind::kBudgetShare && e.kind != EventKind::kBudgetLimit;
+    if (node_event && !names.count(e.target))
+      return tl::unexpected(In("events", e.line, "target", "unknown node '" + e.target + "'"));
+    if (!node_event && !tree->Find(e.target))
+      return tl::unexpected(In("events", e.line, "target", "unknown budget '" + e.target + "'"));
+  }
+  return {};
+}
+
+Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options) {
+  if (auto ok = Validate(sc, options.policy); !ok) return tl::unexpected(ok.error());
+  auto tree = BudgetTree::Build(sc.budgets);
+  Engine engine(sc, policy, options, std::move(*tree));
+  return engine.Run();
+}
+
+}  // namespace hg::sim

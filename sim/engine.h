@@ -1,0 +1,29 @@
+// The discrete-event simulator: a virtual clock drives the very same policy as the server.
+// Events are ordered by (time, sequence), so the same inputs give the same run, byte for byte.
+#pragma once
+
+#include <functional>
+
+#include "core/policy.h"
+#include "sim/result.h"
+#include "sim/scenario.h"
+
+namespace hg::sim {
+
+struct SimOptions {
+  PolicyConfig policy;                   // caps and tuning shared with the server
+  Seconds interval{10};                  // the scheduling loop runs at most this often
+  Seconds restart_overhead = Minutes(5); // a resumed job reloads before it makes progress
+  Seconds window = Days(7);              // the fair-share window
+  // Called now and then with (simulated time, events so far), e.g. for a progress line.
+  std::function<void(Seconds, int64_t)> progress;
+};
+
+// Checks the scenario as a whole (budgets exist, jobs fit the cluster and the contract, events
+// name known nodes and budgets); errors name the file line of the offending entry.
+Result<void> Validate(const Scenario& sc, const PolicyConfig& config);
+
+// Runs the scenario under `policy`. Fails only on an invalid scenario.
+Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options);
+
+}  // namespace hg::sim
