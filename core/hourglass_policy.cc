@@ -114,6 +114,25 @@ void Cycle::Setup() {
     if (waiting_on_victims_.count(p.spec->id.value()))
       alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
   }
+  // A job waiting for its victims to exit also holds the free GPUs next to them, or other work
+  // would slip in there and have to be preempted in turn.
+  std::map<int64_t, int64_t> claim;  // job id -> GPUs still to hold
+  for (const PendingJob& p : s_.pending_funded)
+    if (p.spec && waiting_on_victims_.count(p.spec->id.value()))
+      claim[p.spec->id.value()] = p.spec->gpus.value();
+  for (const RunningJob& r : s_.running)
+    if (r.stopping && claim.count(r.stop_for.value())) claim[r.stop_for.value()] -= r.gpus().value();
+  for (const RunningJob& r : s_.running) {
+    if (!r.stopping || !claim.count(r.stop_for.value())) continue;
+    int64_t& need = claim[r.stop_for.value()];
+    for (const Slice& sl : r.placement) {
+      const auto take = static_cast<int32_t>(std::min<int64_t>(need, cs_.free(sl.node)));
+      if (take <= 0 || !cs_.ready(sl.node)) continue;
+      const Slice held{sl.node, Gpus(take)};
+      cs_.Take(std::span<const Slice>(&held, 1));
+      need -= take;
+    }
+  }
   auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
   fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight);
   failed_.resize(nb + 1);
@@ -363,8 +382,9 @@ void Cycle::PlaceUnfunded() {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
       continue;
     }
-    // Unfunded work may sit on reserved GPUs: it can be preempted at any time.
-    if (auto slices = cs_.Find(shape, true)) {
+    // Unfunded work stays off GPUs a funded job is waiting for: it would only be preempted
+    // again within a cycle or two, wasting its grace period and its restart.
+    if (auto slices = cs_.Find(shape, false)) {
       Start(*p, std::move(*slices), ReasonCode::kStartFree);
     } else {
       fc.Add(shape);
