@@ -37,8 +37,7 @@ Result<BudgetTree> BudgetTree::Build(const std::vector<BudgetSpec>& specs) {
     const BudgetSpec* cur = &s;
     for (size_t steps = 0; !cur->parent.empty(); ++steps) {
       if (steps > specs.size())
-        return tl::unexpected(
-            At(s, "parent", "budget '" + s.name + "' is part of a parent cycle"));
+        return tl::unexpected(At(s, "parent", "budget '" + s.name + "' is part of a parent cycle"));
       cur = &specs[by_name.find(cur->parent)->second];
     }
   }
@@ -121,8 +120,7 @@ void BudgetTree::Recompute() {
 std::optional<BudgetId> BudgetTree::Find(std::string_view key) const {
   for (size_t i = 1; i < nodes_.size(); ++i) {
     if (nodes_[i].hidden) continue;
-    if (nodes_[i].name == key || nodes_[i].path == key)
-      return BudgetId(static_cast<int32_t>(i));
+    if (nodes_[i].name == key || nodes_[i].path == key) return BudgetId(static_cast<int32_t>(i));
   }
   return std::nullopt;
 }

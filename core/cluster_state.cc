@@ -107,15 +107,16 @@ std::optional<std::vector<Slice>> ClusterState::FindMulti(const Shape& shape,
   for (size_t b = 0; b < block_nodes_.size(); ++b) {
     for (NodeId id : block_nodes_[b]) {
       const int32_t a = Avail(Index(id), may_use_reserved);
-      if (a >= std::min(g, shape.rest > 0 ? shape.rest : g)) per_block[b].push_back({a, id.value()});
+      if (a >= std::min(g, shape.rest > 0 ? shape.rest : g))
+        per_block[b].push_back({a, id.value()});
     }
     std::sort(per_block[b].begin(), per_block[b].end(), [](const Cand& x, const Cand& y) {
       return x.avail != y.avail ? x.avail < y.avail : x.node < y.node;
     });
   }
   auto count_at_least = [&](const std::vector<Cand>& v, int32_t need) {
-    return static_cast<int32_t>(std::count_if(v.begin(), v.end(),
-                                              [&](const Cand& c) { return c.avail >= need; }));
+    return static_cast<int32_t>(
+        std::count_if(v.begin(), v.end(), [&](const Cand& c) { return c.avail >= need; }));
   };
   // Takes best-fit slices from the candidate lists in `blocks` order.
   auto take = [&](const std::vector<size_t>& blocks) -> std::optional<std::vector<Slice>> {

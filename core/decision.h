@@ -12,18 +12,18 @@ namespace hg {
 
 enum class ReasonCode {
   // Why a job starts.
-  kStartFree,           // placed on free GPUs
-  kStartBackfill,       // placed on GPUs reserved for a larger job; it must be preemptible by then
-  kStartAfterPreempt,   // placed on GPUs freed by preemptions this cycle (unused: waits for grace)
+  kStartFree,          // placed on free GPUs
+  kStartBackfill,      // placed on GPUs reserved for a larger job; it must be preemptible by then
+  kStartAfterPreempt,  // placed on GPUs freed by preemptions this cycle (unused: waits for grace)
   // Why a job waits.
-  kWaitGpus,            // a: GPUs needed, b: GPUs free
-  kWaitBudgetLimit,     // budget: the subtree at its limit; a: its limit
-  kWaitPreemption,      // victims are in their grace period; a: when they are killed at the latest
-  kWaitReservation,     // holds a reservation; a: due time
-  kWaitHeadroom,        // only the quick-job headroom is free
-  kWaitUnfunded,        // unfunded work waits for idle GPUs
-  kWaitFairShare,       // budgets further below their share come first
-  kWaitTier,            // the priority baseline: higher tiers first
+  kWaitGpus,         // a: GPUs needed, b: GPUs free
+  kWaitBudgetLimit,  // budget: the subtree at its limit; a: its limit
+  kWaitPreemption,   // victims are in their grace period; a: when they are killed at the latest
+  kWaitReservation,  // holds a reservation; a: due time
+  kWaitHeadroom,     // only the quick-job headroom is free
+  kWaitUnfunded,     // unfunded work waits for idle GPUs
+  kWaitFairShare,    // budgets further below their share come first
+  kWaitTier,         // the priority baseline: higher tiers first
   // Why a job stops.
   kPreemptForFunded,    // unfunded work made room; other: the funded job
   kPreemptFairShare,    // other: the job of a budget further below its share; budget: that budget
@@ -33,7 +33,7 @@ enum class ReasonCode {
   kPreemptTier,         // the priority baseline: a higher tier needed the GPUs
   kMaxRuntime,          // max_runtime reached
   // Node changes.
-  kNodeDrained,         // a draining node is empty
+  kNodeDrained,  // a draining node is empty
 };
 
 struct Reason {
@@ -57,7 +57,7 @@ struct StartDecision {
 struct StopDecision {
   JobId job{0};
   Reason reason;
-  JobId for_job{0};   // the job the GPUs are freed for (0 if none)
+  JobId for_job{0};                // the job the GPUs are freed for (0 if none)
   bool violates_contract = false;  // stopped while protected (only baselines or forced drains)
 };
 

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <string>
-
 #include <tl/expected.hpp>
 
 namespace hg {

@@ -4,9 +4,9 @@
 
 namespace hg {
 
-FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered,
-                     const UsageLedger& owed, std::span<const double> leaf_alloc,
-                     std::vector<double> owed_now, Seconds live_weight)
+FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered, const UsageLedger& owed,
+                     std::span<const double> leaf_alloc, std::vector<double> owed_now,
+                     Seconds live_weight)
     : tree_(tree), owed_now_(std::move(owed_now)), w_(static_cast<double>(live_weight.value())) {
   const size_t n = tree.size();
   assert(leaf_alloc.size() == n && owed_now_.size() == n);

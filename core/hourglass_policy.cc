@@ -121,7 +121,8 @@ void Cycle::Setup() {
     if (p.spec && waiting_on_victims_.count(p.spec->id.value()))
       claim[p.spec->id.value()] = p.spec->gpus.value();
   for (const RunningJob& r : s_.running)
-    if (r.stopping && claim.count(r.stop_for.value())) claim[r.stop_for.value()] -= r.gpus().value();
+    if (r.stopping && claim.count(r.stop_for.value()))
+      claim[r.stop_for.value()] -= r.gpus().value();
   for (const RunningJob& r : s_.running) {
     if (!r.stopping || !claim.count(r.stop_for.value())) continue;
     int64_t& need = claim[r.stop_for.value()];
@@ -199,18 +200,17 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (holder && r.backfilled) return true;
     return fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
   };
-  auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible,
-                             s_.now, MayUseReserved(j));
+  auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
+                             MayUseReserved(j));
   if (!plan || plan->victims.empty()) return false;
   Seconds latest = s_.now;
   for (size_t v : plan->victims) {
     const RunningJob& r = s_.running[v];
     ReasonCode code = ReasonCode::kPreemptForFunded;
     if (r.spec->funded())
-      code = holder && r.backfilled ? ReasonCode::kPreemptReservation
-                                    : ReasonCode::kPreemptFairShare;
-    out_.stops.push_back(
-        StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false});
+      code =
+          holder && r.backfilled ? ReasonCode::kPreemptReservation : ReasonCode::kPreemptFairShare;
+    out_.stops.push_back(StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false});
     stopping_[v] = true;
     if (r.spec->funded()) fs_->Add(r.spec->budget, -r.gpus().value());
     latest = std::max(latest, s_.now + r.spec->grace);
@@ -246,8 +246,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.stop_at);
       } else if (!r.spec->funded()) {
         t = s_.now;
-      } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) ||
-                 r.backfilled) {
+      } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) || r.backfilled) {
         t = std::max(s_.now, r.protected_until());
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
@@ -340,8 +339,9 @@ void Cycle::PlaceFunded() {
   for (size_t b = nb; b-- > 1;) {
     auto& q = queue[b];
     // Already in (queued_since, id) order; the user's own priority comes first.
-    std::stable_sort(q.begin(), q.end(),
-              [](const PendingJob* x, const PendingJob* y) { return PendingBefore(*x, *y); });
+    std::stable_sort(q.begin(), q.end(), [](const PendingJob* x, const PendingJob* y) {
+      return PendingBefore(*x, *y);
+    });
     left[b] += static_cast<int64_t>(q.size());
     left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
   }

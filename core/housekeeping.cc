@@ -2,8 +2,8 @@
 
 namespace hg {
 
-void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt,
-                  std::vector<bool>& stopping, Decisions& out) {
+void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::vector<bool>& stopping,
+                  Decisions& out) {
   const Seconds now = snap.now;
   std::vector<int> jobs_on(snap.nodes.size(), 0);
   for (size_t i = 0; i < snap.running.size(); ++i) {
@@ -11,8 +11,8 @@ void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt,
     for (const Slice& s : r.placement) ++jobs_on[static_cast<size_t>(s.node.value())];
     if (stopping[i]) continue;
     if (r.spec->max_runtime && now >= r.started + *r.spec->max_runtime) {
-      out.stops.push_back(StopDecision{r.spec->id, Reason{ReasonCode::kMaxRuntime, {}, {}, 0, 0},
-                                       JobId(0), false});
+      out.stops.push_back(
+          StopDecision{r.spec->id, Reason{ReasonCode::kMaxRuntime, {}, {}, 0, 0}, JobId(0), false});
       stopping[i] = true;
       continue;
     }
@@ -31,8 +31,11 @@ void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt,
       const bool violation = protected_now;  // only when the contract is not honoured
       out.stops.push_back(StopDecision{
           r.spec->id,
-          Reason{violation ? ReasonCode::kPreemptDrainForced : ReasonCode::kPreemptDrain, {}, {},
-                 draining->id.value(), 0},
+          Reason{violation ? ReasonCode::kPreemptDrainForced : ReasonCode::kPreemptDrain,
+                 {},
+                 {},
+                 draining->id.value(),
+                 0},
           JobId(0), violation});
       stopping[i] = true;
     } else if (draining->drain_deadline && now >= *draining->drain_deadline) {

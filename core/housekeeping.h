@@ -17,7 +17,7 @@ struct HousekeepingOptions {
 
 // Appends stops and node changes to `out` and marks the stopped jobs in `stopping` (indexed like
 // snap.running; it must start as each job's `stopping` flag).
-void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt,
-                  std::vector<bool>& stopping, Decisions& out);
+void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::vector<bool>& stopping,
+                  Decisions& out);
 
 }  // namespace hg

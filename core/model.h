@@ -34,7 +34,7 @@ struct JobSpec {
   JobId id{0};
   Seconds submit{0};
   Gpus gpus{1};
-  Gpus gpus_per_node{0};      // 0: as few nodes as possible
+  Gpus gpus_per_node{0};        // 0: as few nodes as possible
   BudgetId budget = kUnfunded;  // a leaf (ChargeTarget) or kUnfunded
   std::string job_class;        // "debug", "batch", "interactive", ...
   Seconds min_runtime{0};       // protection of each run
@@ -61,13 +61,13 @@ struct PendingJob {
 
 struct RunningJob {
   const JobSpec* spec = nullptr;
-  Seconds started{0};              // start of the current run
+  Seconds started{0};  // start of the current run
   std::vector<Slice> placement;
-  bool stopping = false;           // preempted or ended, inside its grace period
-  Seconds stop_at{0};              // when stopping: the SIGKILL deadline
-  JobId stop_for{0};               // when preempted: the job the GPUs are freed for
-  bool backfilled = false;         // started on GPUs reserved for a larger job
-  Seconds checkpointed{0};         // last checkpoint the job reported (<= started: none)
+  bool stopping = false;    // preempted or ended, inside its grace period
+  Seconds stop_at{0};       // when stopping: the SIGKILL deadline
+  JobId stop_for{0};        // when preempted: the job the GPUs are freed for
+  bool backfilled = false;  // started on GPUs reserved for a larger job
+  Seconds checkpointed{0};  // last checkpoint the job reported (<= started: none)
   int attempt = 1;
 
   Seconds protected_until() const { return started + spec->min_runtime; }

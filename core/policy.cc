@@ -51,8 +51,8 @@ Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
   }
   if (per == 0) per = std::min(job.gpus.value(), largest);
   if (per > largest)
-    return Fail("gpus_per_node", "no node has " + std::to_string(per) + " GPUs (largest: " +
-                                     std::to_string(largest) + ")");
+    return Fail("gpus_per_node", "no node has " + std::to_string(per) +
+                                     " GPUs (largest: " + std::to_string(largest) + ")");
   int64_t slots = 0;
   for (const Node& n : nodes) slots += per > 0 ? n.gpus.value() / per : 0;
   if (job.gpus.value() > total || (per > 0 && slots * per < job.gpus.value()))

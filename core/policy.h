@@ -31,7 +31,7 @@ struct PolicyConfig {
 
 struct Snapshot {
   Seconds now{0};
-  std::span<const Node> nodes;       // indexed by NodeId
+  std::span<const Node> nodes;  // indexed by NodeId
   const BudgetTree* tree = nullptr;
   const UsageLedger* delivered = nullptr;  // GPU-seconds delivered, advanced to `now`
   const UsageLedger* owed = nullptr;       // GPU-seconds owed, advanced to `now`

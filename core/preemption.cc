@@ -14,8 +14,8 @@ namespace {
 
 struct NodeCost {
   bool feasible = false;
-  int funded = 0;     // funded victims needed
-  double cost = 0;    // lost work + grace wait
+  int funded = 0;   // funded victims needed
+  double cost = 0;  // lost work + grace wait
   std::vector<size_t> victims;
   bool operator<(const NodeCost& o) const {
     if (funded != o.funded) return funded < o.funded;

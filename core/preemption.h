@@ -15,8 +15,8 @@
 namespace hg {
 
 struct PreemptionPlan {
-  std::vector<Slice> slices;   // where the job will run
-  std::vector<size_t> victims; // indices into the running jobs
+  std::vector<Slice> slices;    // where the job will run
+  std::vector<size_t> victims;  // indices into the running jobs
 };
 
 // GPU-seconds lost if `r` stops at `now`.

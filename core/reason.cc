@@ -20,11 +20,13 @@ std::string At(int64_t t) { return "t=" + std::to_string(t) + "s"; }
 std::string Describe(const Reason& r, const BudgetTree& tree) {
   const std::string other = std::to_string(r.other.value());
   switch (r.code) {
-    case ReasonCode::kStartFree: return "started on free GPUs";
+    case ReasonCode::kStartFree:
+      return "started on free GPUs";
     case ReasonCode::kStartBackfill:
       return "started on GPUs reserved for a larger job; it may be preempted once its protection "
              "ends";
-    case ReasonCode::kStartAfterPreempt: return "started on GPUs freed by preemption";
+    case ReasonCode::kStartAfterPreempt:
+      return "started on GPUs freed by preemption";
     case ReasonCode::kWaitGpus:
       return "waiting for " + std::to_string(r.a) + " GPUs (" + std::to_string(r.b) +
              " free, none preemptible for budget " + Budget(tree, r.budget) + ")";
@@ -35,21 +37,22 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
       return "GPUs are being freed for it; victims are killed at the latest at " + At(r.a);
     case ReasonCode::kWaitReservation:
       return "holds a reservation; expected to start by " + At(r.a);
-    case ReasonCode::kWaitHeadroom: return "only GPUs kept free for debug jobs are left";
+    case ReasonCode::kWaitHeadroom:
+      return "only GPUs kept free for debug jobs are left";
     case ReasonCode::kWaitUnfunded:
       return "unfunded: runs only on idle GPUs (" + std::to_string(r.b) + " free, needs " +
              std::to_string(r.a) + ")";
     case ReasonCode::kWaitFairShare:
       return "budgets further below their share come first";
-    case ReasonCode::kWaitTier: return "higher tiers and earlier jobs come first";
+    case ReasonCode::kWaitTier:
+      return "higher tiers and earlier jobs come first";
     case ReasonCode::kPreemptForFunded:
       return "unfunded work preempted to make room for funded job " + other;
     case ReasonCode::kPreemptFairShare:
       return "preempted after its protection ended: budget " + Budget(tree, r.budget) +
              " is further below its share (job " + other + " needs the GPUs)";
     case ReasonCode::kPreemptReservation:
-      return "preempted after its protection ended: the reservation of job " + other +
-             " is due";
+      return "preempted after its protection ended: the reservation of job " + other + " is due";
     case ReasonCode::kPreemptDrain:
       return "node " + std::to_string(r.a) + " is draining and the job's protection is over";
     case ReasonCode::kPreemptDrainForced:
@@ -57,8 +60,10 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
     case ReasonCode::kPreemptTier:
       return "preempted by higher-tier job " + other + " (tier " + std::to_string(r.a) + " > " +
              std::to_string(r.b) + ")";
-    case ReasonCode::kMaxRuntime: return "reached its max_runtime";
-    case ReasonCode::kNodeDrained: return "node is empty: drained";
+    case ReasonCode::kMaxRuntime:
+      return "reached its max_runtime";
+    case ReasonCode::kNodeDrained:
+      return "node is empty: drained";
   }
   return "?";
 }

@@ -26,11 +26,11 @@ struct Event {
 struct JobRt {
   JobState state = JobState::kPending;
   bool submitted = false;
-  Seconds remaining{0};     // work left, including reload time after a restart
-  Seconds requeued_at{0};   // start of the current wait
+  Seconds remaining{0};    // work left, including reload time after a restart
+  Seconds requeued_at{0};  // start of the current wait
   int attempts = 0;
-  int32_t token = 0;        // bumped on every start and stop, so stale events are ignored
-  int32_t run = -1;         // index into running_
+  int32_t token = 0;  // bumped on every start and stop, so stale events are ignored
+  int32_t run = -1;   // index into running_
   int32_t preempt_record = -1;
   bool stop_ends_job = false;  // stopped for max_runtime: ends failed, not requeued
   std::vector<Seconds> waits;
@@ -45,14 +45,22 @@ struct NodeRt {
 
 StopCause CauseOf(ReasonCode c) {
   switch (c) {
-    case ReasonCode::kPreemptForFunded: return StopCause::kUnfunded;
-    case ReasonCode::kPreemptFairShare: return StopCause::kFairShare;
-    case ReasonCode::kPreemptReservation: return StopCause::kReservation;
-    case ReasonCode::kPreemptDrain: return StopCause::kDrain;
-    case ReasonCode::kPreemptDrainForced: return StopCause::kDrainForced;
-    case ReasonCode::kPreemptTier: return StopCause::kPriority;
-    case ReasonCode::kMaxRuntime: return StopCause::kMaxRuntime;
-    default: return StopCause::kFairShare;
+    case ReasonCode::kPreemptForFunded:
+      return StopCause::kUnfunded;
+    case ReasonCode::kPreemptFairShare:
+      return StopCause::kFairShare;
+    case ReasonCode::kPreemptReservation:
+      return StopCause::kReservation;
+    case ReasonCode::kPreemptDrain:
+      return StopCause::kDrain;
+    case ReasonCode::kPreemptDrainForced:
+      return StopCause::kDrainForced;
+    case ReasonCode::kPreemptTier:
+      return StopCause::kPriority;
+    case ReasonCode::kMaxRuntime:
+      return StopCause::kMaxRuntime;
+    default:
+      return StopCause::kFairShare;
   }
 }
 
@@ -340,8 +348,8 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
   const auto& sim = sc_.jobs[static_cast<size_t>(j)];
   Seconds saved{0};
   if (s.resumable && sim.checkpoint_interval.value() > 0)
-    saved = Seconds(ran.value() / sim.checkpoint_interval.value() *
-                    sim.checkpoint_interval.value());
+    saved =
+        Seconds(ran.value() / sim.checkpoint_interval.value() * sim.checkpoint_interval.value());
   const bool stopped_early = final_state != JobState::kSucceeded;
   if (stopped_early && rt.preempt_record >= 0 && !rt.stop_ends_job)
     result_.preemptions[static_cast<size_t>(rt.preempt_record)].lost_gpu_hours =
@@ -431,8 +439,8 @@ void Engine::External(const TimedEvent& e) {
     }
     case EventKind::kBudgetLimit: {
       if (auto b = tree_.Find(e.target))
-        (void)tree_.SetLimit(*b, e.value < 0 ? std::nullopt
-                                             : std::optional<int32_t>(static_cast<int32_t>(e.value)));
+        (void)tree_.SetLimit(
+            *b, e.value < 0 ? std::nullopt : std::optional<int32_t>(static_cast<int32_t>(e.value)));
       break;
     }
   }
@@ -532,27 +540,32 @@ SimResult Engine::Run() {
     if (opt_.progress && (result_.events & 0xFFFF) == 0) opt_.progress(now_, result_.events);
     const auto j = static_cast<size_t>(e.idx);
     switch (e.kind) {
-      case Ev::kSubmit: Submit(e.idx); break;
+      case Ev::kSubmit:
+        Submit(e.idx);
+        break;
       case Ev::kFinish:
         if (jobs_[j].token == e.token && jobs_[j].state == JobState::kRunning)
           EndRun(e.idx, JobState::kSucceeded, StopCause::kFairShare, false);
         break;
       case Ev::kKill:
         if (jobs_[j].token == e.token && jobs_[j].state == JobState::kRunning)
-          EndRun(e.idx,
-                 jobs_[j].stop_ends_job ? JobState::kFailed : JobState::kPreempted,
+          EndRun(e.idx, jobs_[j].stop_ends_job ? JobState::kFailed : JobState::kPreempted,
                  StopCause::kFairShare, false);
         break;
       case Ev::kWake:
         if (e.idx < 0 || (jobs_[j].token == e.token && jobs_[j].state == JobState::kRunning))
           Dirty();
         break;
-      case Ev::kExternal: External(sc_.events[j]); break;
+      case Ev::kExternal:
+        External(sc_.events[j]);
+        break;
       case Ev::kCycle:
         cycle_scheduled_ = false;
         RunCycle();
         break;
-      case Ev::kSample: Sample(); break;
+      case Ev::kSample:
+        Sample();
+        break;
     }
   }
   now_ = sc_.end;
@@ -621,8 +634,7 @@ Result<void> Validate(const Scenario& sc, const PolicyConfig& config) {
   if (nodes.empty()) return tl::unexpected(In("cluster", 0, "nodes", "the cluster has no nodes"));
   for (const SimJob& j : sc.jobs) {
     if (!j.budget.empty() && !tree->Find(j.budget))
-      return tl::unexpected(
-          In("workload", j.line, "budget", "unknown budget '" + j.budget + "'"));
+      return tl::unexpected(In("workload", j.line, "budget", "unknown budget '" + j.budget + "'"));
     if (auto ok = ValidateJob(j.spec, nodes, config); !ok)
       return tl::unexpected(In("workload", j.line, ok.error().field, ok.error().reason));
     if (j.duration.value() <= 0)

@@ -11,10 +11,10 @@
 namespace hg::sim {
 
 struct SimOptions {
-  PolicyConfig policy;                   // caps and tuning shared with the server
-  Seconds interval{10};                  // the scheduling loop runs at most this often
-  Seconds restart_overhead = Minutes(5); // a resumed job reloads before it makes progress
-  Seconds window = Days(7);              // the fair-share window
+  PolicyConfig policy;                    // caps and tuning shared with the server
+  Seconds interval{10};                   // the scheduling loop runs at most this often
+  Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
+  Seconds window = Days(7);               // the fair-share window
   // Called now and then with (simulated time, events so far), e.g. for a progress line.
   std::function<void(Seconds, int64_t)> progress;
 };

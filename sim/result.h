@@ -39,7 +39,7 @@ struct PreemptionRecord {
   int32_t gpus = 0;
   bool funded = false;
   StopCause cause = StopCause::kUnfunded;
-  double lost_gpu_hours = 0;     // work since the last checkpoint (or the run's start)
+  double lost_gpu_hours = 0;        // work since the last checkpoint (or the run's start)
   bool contract_violation = false;  // a protected job stopped by the policy before min_runtime
 };
 
@@ -61,9 +61,9 @@ struct BudgetTotals {
 
 struct SeriesPoint {  // one sample per hour of simulated time
   Seconds at{0};
-  double capacity = 0;    // GPUs on ready nodes (hourly mean)
-  double allocated = 0;   // GPUs allocated (hourly mean)
-  double unfunded = 0;    // GPUs allocated to unfunded work (hourly mean)
+  double capacity = 0;       // GPUs on ready nodes (hourly mean)
+  double allocated = 0;      // GPUs allocated (hourly mean)
+  double unfunded = 0;       // GPUs allocated to unfunded work (hourly mean)
   int32_t largest_free = 0;  // largest gang (whole free GPUs in one block) at the sample
 };
 
