@@ -73,8 +73,8 @@ TEST(BudgetTreeBuild, UnknownParentIsRefusedNamingIt) {
 TEST(BudgetTreeBuild, ParentCyclesAreRefused) {
   // Self, 2-cycle and 3-cycle; each cycle is reachable from no top-level budget.
   ExpectBuildError({Spec("top", "", 1, 1), Spec("a", "a", 1, 2)}, "parent", 2, "cycle");
-  ExpectBuildError({Spec("top", "", 1, 1), Spec("a", "b", 1, 2), Spec("b", "a", 1, 3)}, "parent",
-                   2, "cycle");
+  ExpectBuildError({Spec("top", "", 1, 1), Spec("a", "b", 1, 2), Spec("b", "a", 1, 3)}, "parent", 2,
+                   "cycle");
   ExpectBuildError(
       {Spec("a", "c", 1, 5), Spec("b", "a", 1, 6), Spec("c", "b", 1, 7), Spec("top", "", 1, 8)},
       "parent", 5, "cycle");
@@ -232,7 +232,7 @@ TEST(BudgetTree, SetShareRecomputesEntitlementsAndHiddenShares) {
   const BudgetId tulu = Id(t, "tulu");
   ASSERT_TRUE(t.SetShare(tulu, 3.0).has_value());
   EXPECT_DOUBLE_EQ(t.share(tulu), 3.0);
-  EXPECT_DOUBLE_EQ(t.entitlement(tulu), 1.0 / 3.0);          // 2/3 * 3/6
+  EXPECT_DOUBLE_EQ(t.entitlement(tulu), 1.0 / 3.0);            // 2/3 * 3/6
   EXPECT_DOUBLE_EQ(t.entitlement(Id(t, "alice")), 1.0 / 6.0);  // 2/3 * 3/6 * 1/2
   EXPECT_DOUBLE_EQ(t.share(t.ChargeTarget(Id(t, "ai2"))), 3.0);
 }

@@ -16,7 +16,7 @@ struct B {
   std::string name;
   std::string parent;
   double share = 1.0;
-  std::optional<int32_t> limit;
+  std::optional<int32_t> limit{};
 };
 
 BudgetTree Tree(const std::vector<B>& bs) {
@@ -38,7 +38,7 @@ struct Fill {
   }
 };
 
-Fill Run(const BudgetTree& t, const std::map<std::string, double>& demand, double capacity) {
+Fill Divide(const BudgetTree& t, const std::map<std::string, double>& demand, double capacity) {
   std::vector<double> d(t.size(), 0.0);
   for (const auto& [name, g] : demand)
     d[static_cast<size_t>(t.ChargeTarget(*t.Find(name)).value())] += g;
@@ -47,7 +47,7 @@ Fill Run(const BudgetTree& t, const std::map<std::string, double>& demand, doubl
 
 TEST(WaterFill, EqualSharesSplitEqually) {
   const BudgetTree t = Tree({{"a", ""}, {"b", ""}, {"c", ""}});
-  const Fill f = Run(t, {{"a", 100}, {"b", 100}, {"c", 100}}, 90);
+  const Fill f = Divide(t, {{"a", 100}, {"b", 100}, {"c", 100}}, 90);
   EXPECT_DOUBLE_EQ(f["a"], 30);
   EXPECT_DOUBLE_EQ(f["b"], 30);
   EXPECT_DOUBLE_EQ(f["c"], 30);
@@ -56,7 +56,7 @@ TEST(WaterFill, EqualSharesSplitEqually) {
 
 TEST(WaterFill, UnequalSharesSplitByWeight) {
   const BudgetTree t = Tree({{"a", "", 2.0}, {"b", "", 1.0}});
-  const Fill f = Run(t, {{"a", 100}, {"b", 100}}, 90);
+  const Fill f = Divide(t, {{"a", 100}, {"b", 100}}, 90);
   EXPECT_DOUBLE_EQ(f["a"], 60);
   EXPECT_DOUBLE_EQ(f["b"], 30);
 }
@@ -64,7 +64,7 @@ TEST(WaterFill, UnequalSharesSplitByWeight) {
 TEST(WaterFill, UnusedShareFlowsToSiblingsWithDemand) {
   const BudgetTree t = Tree({{"a", ""}, {"b", ""}, {"c", "", 2.0}});
   // a wants 10 of its 22.5; b and c split the rest 1:2.
-  const Fill f = Run(t, {{"a", 10}, {"b", 100}, {"c", 100}}, 90);
+  const Fill f = Divide(t, {{"a", 10}, {"b", 100}, {"c", 100}}, 90);
   EXPECT_DOUBLE_EQ(f["a"], 10);
   EXPECT_DOUBLE_EQ(f["b"], 80.0 / 3);
   EXPECT_DOUBLE_EQ(f["c"], 160.0 / 3);
@@ -73,16 +73,21 @@ TEST(WaterFill, UnusedShareFlowsToSiblingsWithDemand) {
 
 TEST(WaterFill, ABudgetWithoutDemandIsOwedNothing) {
   const BudgetTree t = Tree({{"a", ""}, {"b", ""}});
-  const Fill f = Run(t, {{"b", 100}}, 64);
+  const Fill f = Divide(t, {{"b", 100}}, 64);
   EXPECT_DOUBLE_EQ(f["a"], 0);
   EXPECT_DOUBLE_EQ(f["b"], 64);
 }
 
 TEST(WaterFill, SharesApplyAtEveryLevel) {
   // The program's part is split among its projects, whatever the projects' count.
-  const BudgetTree t = Tree(
-      {{"P", ""}, {"p1", "P", 3.0}, {"p2", "P", 1.0}, {"Q", ""}, {"q1", "Q"}, {"q2", "Q"}, {"q3", "Q"}});
-  const Fill f = Run(t, {{"p1", 100}, {"p2", 100}, {"q1", 100}, {"q2", 100}, {"q3", 100}}, 80);
+  const BudgetTree t = Tree({{"P", ""},
+                             {"p1", "P", 3.0},
+                             {"p2", "P", 1.0},
+                             {"Q", ""},
+                             {"q1", "Q"},
+                             {"q2", "Q"},
+                             {"q3", "Q"}});
+  const Fill f = Divide(t, {{"p1", 100}, {"p2", 100}, {"q1", 100}, {"q2", 100}, {"q3", 100}}, 80);
   EXPECT_DOUBLE_EQ(f["P"], 40);
   EXPECT_DOUBLE_EQ(f["Q"], 40);
   EXPECT_DOUBLE_EQ(f["p1"], 30);
@@ -95,7 +100,7 @@ TEST(WaterFill, SharesApplyAtEveryLevel) {
 TEST(WaterFill, UnusedProgramPartFlowsUpToOtherPrograms) {
   const BudgetTree t = Tree({{"P", ""}, {"p1", "P"}, {"p2", "P"}, {"Q", ""}, {"q1", "Q"}});
   // P asks for 10 in all; Q takes everything else.
-  const Fill f = Run(t, {{"p1", 4}, {"p2", 6}, {"q1", 1000}}, 100);
+  const Fill f = Divide(t, {{"p1", 4}, {"p2", 6}, {"q1", 1000}}, 100);
   EXPECT_DOUBLE_EQ(f["P"], 10);
   EXPECT_DOUBLE_EQ(f["p1"], 4);
   EXPECT_DOUBLE_EQ(f["p2"], 6);
@@ -106,7 +111,7 @@ TEST(WaterFill, UnusedProgramPartFlowsUpToOtherPrograms) {
 TEST(WaterFill, JobsChargedToAnInnerBudgetCompeteAsItsDirectChild) {
   // P's own jobs sit in P/~ whose share is the mean of p1 and p2 (2), so P's part splits 3:1:2.
   const BudgetTree t = Tree({{"P", ""}, {"p1", "P", 3.0}, {"p2", "P", 1.0}});
-  const Fill f = Run(t, {{"P", 100}, {"p1", 100}, {"p2", 100}}, 60);
+  const Fill f = Divide(t, {{"P", 100}, {"p1", 100}, {"p2", 100}}, 60);
   EXPECT_DOUBLE_EQ(f["p1"], 30);
   EXPECT_DOUBLE_EQ(f["p2"], 10);
   EXPECT_DOUBLE_EQ(f.owed[static_cast<size_t>(t.ChargeTarget(*t.Find("P")).value())], 20);
@@ -115,14 +120,14 @@ TEST(WaterFill, JobsChargedToAnInnerBudgetCompeteAsItsDirectChild) {
 
 TEST(WaterFill, LimitsCapDemand) {
   const BudgetTree t = Tree({{"a", "", 1.0, 5}, {"b", ""}});
-  const Fill f = Run(t, {{"a", 100}, {"b", 100}}, 90);
+  const Fill f = Divide(t, {{"a", 100}, {"b", 100}}, 90);
   EXPECT_DOUBLE_EQ(f["a"], 5);
   EXPECT_DOUBLE_EQ(f["b"], 85);
 }
 
 TEST(WaterFill, ALimitOnAProgramCapsItsWholeSubtree) {
   const BudgetTree t = Tree({{"P", "", 1.0, 20}, {"p1", "P", 3.0}, {"p2", "P"}, {"Q", ""}});
-  const Fill f = Run(t, {{"p1", 100}, {"p2", 100}, {"Q", 100}}, 80);
+  const Fill f = Divide(t, {{"p1", 100}, {"p2", 100}, {"Q", 100}}, 80);
   EXPECT_DOUBLE_EQ(f["P"], 20);
   EXPECT_DOUBLE_EQ(f["p1"], 15);
   EXPECT_DOUBLE_EQ(f["p2"], 5);
@@ -131,7 +136,7 @@ TEST(WaterFill, ALimitOnAProgramCapsItsWholeSubtree) {
 
 TEST(WaterFill, CapacityAboveDemandGivesEveryoneTheirDemand) {
   const BudgetTree t = Tree({{"P", ""}, {"p1", "P", 3.0}, {"p2", "P"}, {"Q", "", 5.0}});
-  const Fill f = Run(t, {{"p1", 7}, {"p2", 11}, {"Q", 13}}, 1000);
+  const Fill f = Divide(t, {{"p1", 7}, {"p2", 11}, {"Q", 13}}, 1000);
   EXPECT_DOUBLE_EQ(f["p1"], 7);
   EXPECT_DOUBLE_EQ(f["p2"], 11);
   EXPECT_DOUBLE_EQ(f["Q"], 13);
@@ -140,7 +145,7 @@ TEST(WaterFill, CapacityAboveDemandGivesEveryoneTheirDemand) {
 
 TEST(WaterFill, NoDemandOwesNothing) {
   const BudgetTree t = Tree({{"a", ""}, {"b", ""}});
-  const Fill f = Run(t, {}, 100);
+  const Fill f = Divide(t, {}, 100);
   for (double o : f.owed) EXPECT_DOUBLE_EQ(o, 0);
 }
 
@@ -155,7 +160,8 @@ RC_GTEST_PROP(WaterFillProp, OwedIsAMaxMinFairDivision, ()) {
     bs.push_back({pn, "", static_cast<double>(*rc::gen::inRange(1, 6))});
     const int kids = *rc::gen::inRange(0, 4);
     for (int k = 0; k < kids; ++k)
-      bs.push_back({pn + "k" + std::to_string(k), pn, static_cast<double>(*rc::gen::inRange(1, 6))});
+      bs.push_back(
+          {pn + "k" + std::to_string(k), pn, static_cast<double>(*rc::gen::inRange(1, 6))});
   }
   const BudgetTree t = Tree(bs);
   std::vector<double> demand(t.size(), 0.0);

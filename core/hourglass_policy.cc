@@ -58,7 +58,7 @@ class Cycle {
   void PlaceFunded();
   void PlaceUnfunded();
   void Process(const PendingJob& p);
-  bool TryFree(const PendingJob& p, const Shape& shape);
+  bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
@@ -172,8 +172,8 @@ void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode cod
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
 }
 
-bool Cycle::TryFree(const PendingJob& p, const Shape& shape) {
-  if (!HeadroomAllows(*p.spec)) return false;
+bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom) {
+  if (respect_headroom && !HeadroomAllows(*p.spec)) return false;
   if (auto slices = cs_.Find(shape, false)) {
     Start(p, std::move(*slices), ReasonCode::kStartFree);
     return true;
@@ -320,8 +320,11 @@ void Cycle::Process(const PendingJob& p) {
   const Shape shape = cs_.ShapeOf(j.gpus, j.gpus_per_node);
   FailureCache& fc = failed_[Ix(j.budget)];
   if (!fc.Known(shape)) {
-    if (TryFree(p, shape)) return;
+    if (TryFree(p, shape, true)) return;
     if (TryPreempt(p, shape)) return;
+    // The headroom is there so debug jobs need not wait for a victim's grace period. The top
+    // blocked job may still use it: otherwise it would reserve GPUs and idle far more of them.
+    if (reservations_ < cfg_.max_reservations && TryFree(p, shape, false)) return;
     if (TryReserve(p, shape)) return;
     fc.Add(shape);
   }
@@ -382,9 +385,10 @@ void Cycle::PlaceUnfunded() {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
       continue;
     }
-    // Unfunded work stays off GPUs a funded job is waiting for: it would only be preempted
+    // Unfunded work stays off GPUs a funded job will soon need: it would only be preempted
     // again within a cycle or two, wasting its grace period and its restart.
-    if (auto slices = cs_.Find(shape, false)) {
+    const bool lend = s_.now + cfg_.reservation_lend_margin <= reservation_due_;
+    if (auto slices = cs_.Find(shape, lend)) {
       Start(*p, std::move(*slices), ReasonCode::kStartFree);
     } else {
       fc.Add(shape);

@@ -27,6 +27,9 @@ struct PolicyConfig {
   double quick_headroom = 0.0;
   std::string quick_class = "debug";
   int max_reservations = 1;  // how many blocked jobs may hold a reservation at once
+  // Unfunded work may borrow reserved GPUs while the reservation is at least this far from due:
+  // idle GPUs earn nothing, and one grace period at the due time is a small price.
+  Seconds reservation_lend_margin = Hours(1);
 };
 
 struct Snapshot {

@@ -1,0 +1,272 @@
+#include "core/preemption.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace hg {
+namespace {
+
+constexpr Seconds kNow = Hours(10);
+
+struct World {
+  std::vector<Node> nodes;
+  std::deque<JobSpec> specs;
+  std::vector<RunningJob> running;
+
+  NodeId AddNode(int32_t gpus, std::string block = "A") {
+    Node n;
+    n.id = NodeId(static_cast<int32_t>(nodes.size()));
+    n.gpus = Gpus(gpus);
+    n.block = std::move(block);
+    nodes.push_back(n);
+    return n.id;
+  }
+  // A running job on the given slices, started `age` before kNow; returns its index.
+  size_t Run(std::vector<Slice> placement, bool funded, Seconds age, bool resumable = false,
+             Seconds checkpoint_age = Seconds(-1)) {
+    JobSpec s;
+    s.id = JobId(100 + static_cast<int64_t>(specs.size()));
+    int32_t g = 0;
+    for (const Slice& sl : placement) g += sl.gpus.value();
+    s.gpus = Gpus(g);
+    s.budget = funded ? BudgetId(1) : kUnfunded;
+    s.resumable = resumable;
+    specs.push_back(s);
+    RunningJob r;
+    r.spec = &specs.back();
+    r.started = kNow - age;
+    r.placement = std::move(placement);
+    if (checkpoint_age.value() >= 0) r.checkpointed = kNow - checkpoint_age;
+    running.push_back(r);
+    return running.size() - 1;
+  }
+
+  std::optional<PreemptionPlan> Plan(const Shape& shape, int32_t gpus,
+                                     std::function<bool(size_t)> eligible = nullptr,
+                                     std::vector<bool> stopping = {}, bool may_use_reserved = false,
+                                     const ClusterState* cs_in = nullptr) const {
+    std::vector<std::vector<size_t>> on_node(nodes.size());
+    for (size_t i = 0; i < running.size(); ++i)
+      for (const Slice& sl : running[i].placement)
+        on_node[static_cast<size_t>(sl.node.value())].push_back(i);
+    if (stopping.empty()) stopping.assign(running.size(), false);
+    if (!eligible) eligible = [](size_t) { return true; };
+    const ClusterState cs(nodes, running);
+    return PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
+                          eligible, kNow, may_use_reserved);
+  }
+};
+
+std::set<int32_t> NodesOf(const PreemptionPlan& p) {
+  std::set<int32_t> out;
+  for (const Slice& s : p.slices) out.insert(s.node.value());
+  return out;
+}
+
+TEST(LostWork, SinceStartOrLastCheckpointOfResumableJobs) {
+  World w;
+  const NodeId n = w.AddNode(8);
+  const size_t plain = w.Run({{n, Gpus(4)}}, true, Seconds(1000));
+  const size_t resumable = w.Run({{n, Gpus(2)}}, true, Seconds(1000), true, Seconds(100));
+  const size_t not_resumable = w.Run({{n, Gpus(2)}}, true, Seconds(1000), false, Seconds(100));
+  EXPECT_DOUBLE_EQ(LostWork(w.running[plain], kNow), 4000.0);
+  EXPECT_DOUBLE_EQ(LostWork(w.running[resumable], kNow), 200.0);
+  // A job that cannot resume loses its whole run whatever it saved.
+  EXPECT_DOUBLE_EQ(LostWork(w.running[not_resumable], kNow), 2000.0);
+  // A checkpoint from a previous run (before this start) does not count.
+  const size_t old_ckpt = w.Run({{n, Gpus(1)}}, true, Seconds(1000), true, Seconds(5000));
+  EXPECT_DOUBLE_EQ(LostWork(w.running[old_ckpt], kNow), 1000.0);
+}
+
+TEST(PlanPreemption, UnfundedVictimsArePreferredOverFundedOnes) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  w.Run({{a, Gpus(8)}}, true, Seconds(10));                 // funded, almost nothing lost
+  const size_t u = w.Run({{b, Gpus(8)}}, false, Hours(5));  // unfunded, much lost
+  auto plan = w.Plan(Shape{8, 1, 0}, 8);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{u}));
+  EXPECT_EQ(plan->slices, (std::vector<Slice>{{b, Gpus(8)}}));
+}
+
+TEST(PlanPreemption, UnfundedFirstAlsoWithinOneNode) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  w.Run({{a, Gpus(4)}}, true, Seconds(10));
+  const size_t u = w.Run({{a, Gpus(4)}}, false, Hours(5));
+  auto plan = w.Plan(Shape{4, 1, 0}, 4);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{u}));
+}
+
+TEST(PlanPreemption, LeastLostWorkIsChosen) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const NodeId c = w.AddNode(8);
+  w.Run({{a, Gpus(8)}}, false, Seconds(1000));
+  const size_t young = w.Run({{b, Gpus(8)}}, false, Seconds(100));
+  w.Run({{c, Gpus(8)}}, false, Seconds(5000));
+  auto plan = w.Plan(Shape{8, 1, 0}, 8);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{young}));
+  EXPECT_EQ(NodesOf(*plan), (std::set<int32_t>{b.value()}));
+}
+
+TEST(PlanPreemption, FreeGpusReduceWhatMustBePreempted) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  // a: two 4-GPU jobs; b: one 6-GPU job with 2 free beside it, but it lost more work.
+  w.Run({{a, Gpus(4)}}, false, Seconds(100));
+  w.Run({{a, Gpus(4)}}, false, Seconds(100));
+  const size_t big = w.Run({{b, Gpus(6)}}, false, Seconds(120));
+  auto plan = w.Plan(Shape{8, 1, 0}, 8);
+  ASSERT_TRUE(plan.has_value());
+  // Lost work plus the grace wait: a costs 2 x (400 + 960) GPU-s, b 720 + 960: b wins.
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{big}));
+  // Only as many victims as needed: 2 GPUs on a node with 4 free plus a 4-GPU job need none.
+  auto none = w.Plan(Shape{2, 1, 0}, 2);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->victims.empty());
+}
+
+TEST(PlanPreemption, CheckpointsMakeResumableJobsCheaperVictims) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  w.Run({{a, Gpus(8)}}, false, Hours(2), true);  // no checkpoint
+  const size_t saved = w.Run({{b, Gpus(8)}}, false, Hours(3), true, Minutes(5));
+  auto plan = w.Plan(Shape{8, 1, 0}, 8);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{saved}));
+}
+
+TEST(PlanPreemption, GangPlanStaysInsideOneBlock) {
+  World w;
+  const NodeId a0 = w.AddNode(8, "A");
+  const NodeId a1 = w.AddNode(8, "A");
+  const NodeId b0 = w.AddNode(8, "B");
+  const NodeId b1 = w.AddNode(8, "B");
+  // The two cheapest nodes overall are a0 and b0, in different blocks.
+  const size_t va0 = w.Run({{a0, Gpus(8)}}, false, Seconds(10));
+  const size_t va1 = w.Run({{a1, Gpus(8)}}, false, Seconds(1000));
+  w.Run({{b0, Gpus(8)}}, false, Seconds(20));
+  w.Run({{b1, Gpus(8)}}, false, Seconds(1100));
+  auto plan = w.Plan(Shape{8, 2, 0}, 16);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(NodesOf(*plan), (std::set<int32_t>{a0.value(), a1.value()}));
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{va0, va1}));
+}
+
+TEST(PlanPreemption, GangSpansBlocksWhenNoBlockSuffices) {
+  World w;
+  const NodeId a0 = w.AddNode(8, "A");
+  const NodeId b0 = w.AddNode(8, "B");
+  const size_t v0 = w.Run({{a0, Gpus(8)}}, false, Seconds(10));
+  const size_t v1 = w.Run({{b0, Gpus(8)}}, false, Seconds(10));
+  auto plan = w.Plan(Shape{8, 2, 0}, 16);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(NodesOf(*plan), (std::set<int32_t>{a0.value(), b0.value()}));
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{v0, v1}));
+}
+
+TEST(PlanPreemption, AMultiNodeVictimIsListedOnce) {
+  World w;
+  const NodeId a0 = w.AddNode(8, "A");
+  const NodeId a1 = w.AddNode(8, "A");
+  const size_t v = w.Run({{a0, Gpus(8)}, {a1, Gpus(8)}}, false, Seconds(10));
+  auto plan = w.Plan(Shape{8, 2, 0}, 16);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{v}));
+}
+
+TEST(PlanPreemption, IneligibleAndStoppingJobsAreNeverChosen) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const NodeId c = w.AddNode(8);
+  const size_t protected_job = w.Run({{a, Gpus(8)}}, true, Seconds(1));
+  const size_t leaving = w.Run({{b, Gpus(8)}}, false, Seconds(1));
+  const size_t costly = w.Run({{c, Gpus(8)}}, true, Hours(9));
+  auto eligible = [&](size_t i) { return i != protected_job; };
+  std::vector<bool> stopping(w.running.size(), false);
+  stopping[leaving] = true;
+  auto plan = w.Plan(Shape{8, 1, 0}, 8, eligible, stopping);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{costly}));
+  // With the last one ineligible too, there is no plan.
+  auto none = w.Plan(
+      Shape{8, 1, 0}, 8, [&](size_t i) { return i != protected_job && i != costly; }, stopping);
+  EXPECT_FALSE(none.has_value());
+}
+
+TEST(PlanPreemption, InfeasibleRequestsGiveNullopt) {
+  World w;
+  const NodeId a = w.AddNode(4);
+  const NodeId b = w.AddNode(4);
+  w.Run({{a, Gpus(4)}}, false, Seconds(1));
+  w.Run({{b, Gpus(4)}}, false, Seconds(1));
+  EXPECT_FALSE(w.Plan(Shape{8, 1, 0}, 8).has_value());   // no node is that large
+  EXPECT_FALSE(w.Plan(Shape{4, 3, 0}, 12).has_value());  // not enough nodes
+  EXPECT_TRUE(w.Plan(Shape{4, 2, 0}, 8).has_value());
+}
+
+TEST(PlanPreemption, NodesOutOfServiceAreNotPlannedOn) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  w.nodes[static_cast<size_t>(a.value())].state = NodeState::kDraining;
+  w.Run({{a, Gpus(8)}}, false, Seconds(1));
+  const size_t vb = w.Run({{b, Gpus(8)}}, false, Hours(5));
+  auto plan = w.Plan(Shape{8, 1, 0}, 8);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{vb}));
+}
+
+TEST(PlanPreemption, ReservedGpusCountOnlyWhenAllowed) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const size_t va = w.Run({{a, Gpus(4)}}, false, Seconds(100));  // 4 free, reserved below
+  w.Run({{b, Gpus(8)}}, false, Seconds(1000));
+  ClusterState cs(w.nodes, w.running);
+  const Slice hold{a, Gpus(4)};
+  cs.Reserve(std::span<const Slice>(&hold, 1));
+  auto no = w.Plan(Shape{4, 1, 0}, 4, nullptr, {}, false, &cs);
+  ASSERT_TRUE(no.has_value());
+  // a's free GPUs are reserved: its job must go too.
+  EXPECT_EQ(no->victims, (std::vector<size_t>{va}));
+  EXPECT_EQ(no->slices, (std::vector<Slice>{{a, Gpus(4)}}));
+  auto yes = w.Plan(Shape{4, 1, 0}, 4, nullptr, {}, true, &cs);
+  ASSERT_TRUE(yes.has_value());
+  EXPECT_TRUE(yes->victims.empty());  // a's free GPUs suffice
+  EXPECT_EQ(yes->slices, (std::vector<Slice>{{a, Gpus(4)}}));
+}
+
+TEST(PlanPreemption, RemainderSliceIsPlannedOnAnotherNode) {
+  World w;
+  const NodeId a = w.AddNode(8, "A");
+  const NodeId b = w.AddNode(8, "A");
+  const NodeId c = w.AddNode(8, "A");
+  w.Run({{a, Gpus(8)}}, false, Seconds(10));
+  w.Run({{b, Gpus(8)}}, false, Seconds(10));
+  w.Run({{c, Gpus(4)}}, false, Seconds(1000));  // too costly to clear for a full slice
+  auto plan = w.Plan(Shape{8, 2, 4}, 20);
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_EQ(plan->slices.size(), 3u);
+  EXPECT_EQ(NodesOf(*plan).size(), 3u);
+  int32_t total = 0;
+  for (const Slice& s : plan->slices) total += s.gpus.value();
+  EXPECT_EQ(total, 20);
+  // c has 4 free: the remainder fits there with no victim, so only a and b's jobs go.
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{0, 1}));
+}
+
+}  // namespace
+}  // namespace hg
