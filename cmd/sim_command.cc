@@ -27,6 +27,7 @@ struct SimArgs {
   double end_days = 0;
   int64_t interval = 10;
   double quick_headroom = 0.015;
+  int64_t live_weight = 86400;
   bool quiet = false;
 };
 
@@ -89,6 +90,7 @@ int RunSim(const SimArgs& a) {
     return 2;
   };
   if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
+  if (a.live_weight <= 0) return fail(Error{"--live-weight", "must be positive", {}, 0});
   if (a.quick_headroom < 0 || a.quick_headroom > 0.5)
     return fail(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
   auto sc = LoadScenario(a);
@@ -96,6 +98,7 @@ int RunSim(const SimArgs& a) {
   sim::SimOptions opt;
   opt.interval = Seconds(a.interval);
   opt.policy.quick_headroom = a.quick_headroom;
+  opt.policy.live_weight = Seconds(a.live_weight);
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : Split(a.policies)) {
@@ -148,6 +151,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   sim->add_option("--quick-headroom", args->quick_headroom,
                   "Fraction of capacity kept free for debug jobs")
+      ->capture_default_str();
+  sim->add_option("--live-weight", args->live_weight,
+                  "Seconds of usage that holding one GPU now counts for in the fair-share key")
       ->capture_default_str();
   sim->add_flag("--quiet", args->quiet, "No progress line");
   sim->callback([args, &exit_code] { exit_code = RunSim(*args); });
