@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# End-to-end tests of `hourglass sim` on bad input (issue 2, "Done when" item 4): each kind of
+# mistake must give exactly one error line on stderr naming the file, the line and the field,
+# exit status 2, and write nothing (no JSON report, no table on stdout). One happy path checks
+# that the same files, unbroken, do run, so a failure below is caused by the one planted mistake.
+#
+# Usage: cli_test.sh PATH/TO/hourglass
+set -u
+
+HG=${1:?usage: cli_test.sh PATH/TO/hourglass}
+[[ -x "$HG" ]] || { echo "not executable: $HG" >&2; exit 1; }
+HG=$(realpath "$HG")  # cases run inside their own directories
+
+ROOT=$(mktemp -d)
+trap 'rm -rf "$ROOT"' EXIT
+
+passed=0
+failed=0
+ncase=0
+
+pass() {
+  passed=$((passed + 1))
+  echo "PASS $1"
+}
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL $1: $2"
+}
+
+# Sets D to a fresh directory holding a small valid scenario. Each case breaks one file.
+new_case() {
+  ncase=$((ncase + 1))
+  D="$ROOT/case$ncase"
+  local d=$D
+  mkdir -p "$d"
+  cat >"$d/cluster.csv" <<'EOF'
+# two nodes of 8 GPUs in one block
+name,gpus,block
+n1,8,b1
+n2,8,b1
+EOF
+  cat >"$d/budgets.toml" <<'EOF'
+[[budget]]
+name = "lab"
+
+[[budget]]
+name = "alice"
+parent = "lab"
+share = 2
+EOF
+  cat >"$d/workload.csv" <<'EOF'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,3600,8,8,alice,batch,600
+2,60,600,1,0,,debug,0
+EOF
+  cat >"$d/events.csv" <<'EOF'
+time,kind,target,value,deadline,reason
+1800,health_fail,n2,,,xid 79
+EOF
+}
+
+# Runs `hourglass sim` on the files of case dir $1 with extra arguments, stdout/stderr to files.
+# POLICIES (default "hourglass") picks the policies.
+run_sim() {
+  local d=$1
+  shift
+  (cd "$d" && "$HG" sim --cluster cluster.csv --budgets budgets.toml --workload workload.csv \
+    --events events.csv --policies "${POLICIES:-hourglass}" --json out.json --quiet "$@" \
+    >stdout.txt 2>stderr.txt)
+}
+
+# expect_error NAME DIR FILE LINE FIELD: the last run in DIR failed as required. FILE, LINE and
+# FIELD are what the error line must name; an empty value means "not applicable" (for example
+# a missing file has no line, an unknown policy no file).
+expect_error() {
+  local name=$1 d=$2 file=$3 line=$4 field=$5 rc=$6
+  local err
+  err=$(cat "$d/stderr.txt")
+  if [[ $rc -ne 2 ]]; then
+    fail "$name" "exit status $rc, want 2 (stderr: $err)"
+    return
+  fi
+  local nlines
+  nlines=$(wc -l <"$d/stderr.txt")
+  if [[ $nlines -ne 1 || -z $err ]]; then
+    fail "$name" "stderr has $nlines lines, want exactly 1: $(head -c 500 "$d/stderr.txt")"
+    return
+  fi
+  if [[ $err != "hourglass sim: "* ]]; then
+    fail "$name" "error line lacks the 'hourglass sim: ' prefix: $err"
+    return
+  fi
+  if [[ -n $file && -n $line ]]; then
+    # file:line: exactly as docs/formats.md renders it.
+    if [[ $err != *"$file:$line:"* ]]; then
+      fail "$name" "error line does not name '$file:$line:': $err"
+      return
+    fi
+  elif [[ -n $file && $err != *"$file"* ]]; then
+    fail "$name" "error line does not name file '$file': $err"
+    return
+  fi
+  if [[ -n $field && $err != *" $field: "* ]]; then
+    fail "$name" "error line does not name field '$field': $err"
+    return
+  fi
+  if [[ -e $d/out.json ]]; then
+    fail "$name" "--json file was written despite the error"
+    return
+  fi
+  if [[ -s $d/stdout.txt ]]; then
+    fail "$name" "something was printed on stdout: $(head -c 200 "$d/stdout.txt")"
+    return
+  fi
+  pass "$name  ($err)"
+}
+
+# check NAME FILE LINE FIELD [extra sim args...]: runs the current case dir $D and checks.
+check() {
+  local name=$1 file=$2 line=$3 field=$4
+  shift 4
+  local rc=0
+  run_sim "$D" "$@" || rc=$?
+  expect_error "$name" "$D" "$file" "$line" "$field" "$rc"
+}
+
+# --- happy path: the unbroken files run and give a JSON report --------------------------------
+new_case
+rc=0
+run_sim "$D" || rc=$?
+if [[ $rc -ne 0 ]]; then
+  fail happy_path "exit status $rc, want 0 (stderr: $(cat "$D/stderr.txt"))"
+elif ! python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+occ = r["policies"]["hourglass"]["occupancy"]
+assert isinstance(occ, float) and 0 < occ <= 1, occ
+' "$D/out.json" 2>"$D/py.txt"; then
+  fail happy_path "out.json lacks a valid policies.hourglass.occupancy: $(cat "$D/py.txt")"
+elif [[ -s $D/stderr.txt ]]; then
+  fail happy_path "unexpected stderr with --quiet: $(cat "$D/stderr.txt")"
+else
+  pass happy_path
+fi
+
+# --- cluster.csv ------------------------------------------------------------------------------
+new_case
+sed -i 's/^n2,8,b1$/n2,eight,b1/' "$D/cluster.csv"
+check bad_cluster_value cluster.csv 4 gpus
+
+new_case
+sed -i 's/^n2,8,b1$/n1,8,b1/' "$D/cluster.csv"
+check duplicate_node cluster.csv 4 name
+
+# --- budgets.toml -----------------------------------------------------------------------------
+# A TOML syntax error belongs to no single field (docs/formats.md), so only file and line.
+new_case
+sed -i 's/^share = 2$/share = = 2/' "$D/budgets.toml"
+check bad_toml_syntax budgets.toml 7 ""
+
+new_case
+sed -i 's/^share = 2$/share = 2\ncolour = "red"/' "$D/budgets.toml"
+check unknown_budget_key budgets.toml 8 colour
+
+new_case
+sed -i 's/^parent = "lab"$/parent = "nobody"/' "$D/budgets.toml"
+check unknown_parent budgets.toml 4 parent
+
+new_case
+cat >"$D/budgets.toml" <<'EOF'
+[[budget]]
+name = "lab"
+parent = "alice"
+
+[[budget]]
+name = "alice"
+parent = "lab"
+EOF
+check budget_cycle budgets.toml 1 parent
+
+new_case
+sed -i 's/^share = 2$/share = 0/' "$D/budgets.toml"
+check share_not_positive budgets.toml 7 share
+
+new_case
+sed -i 's/^share = 2$/share = -1.5/' "$D/budgets.toml"
+check share_negative budgets.toml 7 share
+
+# --- workload.csv -----------------------------------------------------------------------------
+new_case
+sed -i 's/^2,60,600,1,0,,debug,0$/2,60,600,1x,0,,debug,0/' "$D/workload.csv"
+check bad_workload_number workload.csv 3 gpus
+
+new_case
+sed -i '1s/,min_runtime$/,colour/' "$D/workload.csv"
+check unknown_workload_column workload.csv 1 colour
+
+new_case
+sed -i 's/,alice,batch,/,bob,batch,/' "$D/workload.csv"
+check unknown_budget_in_workload workload.csv 2 budget
+
+new_case
+sed -i 's/,alice,batch,600$/,alice,batch,28801/' "$D/workload.csv"
+check min_runtime_over_cap workload.csv 2 min_runtime
+
+new_case
+sed -i 's/^2,60,600,1,0,,debug,0$/2,60,600,24,0,,debug,0/' "$D/workload.csv"
+check job_never_fits workload.csv 3 gpus
+
+new_case
+sed -i 's/^1,0,3600,8,8,/1,0,3600,8,3,/' "$D/workload.csv"
+check gpus_per_node_not_dividing workload.csv 2 gpus_per_node
+
+# --- events.csv -------------------------------------------------------------------------------
+new_case
+sed -i 's/,health_fail,/,explode,/' "$D/events.csv"
+check bad_event_kind events.csv 2 kind
+
+new_case
+sed -i 's/,health_fail,n2,/,health_fail,n9,/' "$D/events.csv"
+check event_unknown_node events.csv 2 target
+
+# --- command line -----------------------------------------------------------------------------
+new_case
+rm "$D/workload.csv"
+check missing_file workload.csv "" ""
+
+new_case
+POLICIES=hourglass,nope check unknown_policy "" "" policy
+grep -q "nope" "$D/stderr.txt" || fail unknown_policy_names_it "error does not quote 'nope'"
+
+new_case
+rc=0
+(cd "$D" && "$HG" sim --scenario no-such-month --json out.json --quiet \
+  >stdout.txt 2>stderr.txt) || rc=$?
+expect_error unknown_scenario "$D" "" "" --scenario "$rc"
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
