@@ -379,7 +379,7 @@ void Cycle::PlaceUnfunded() {
   for (const PendingJob& pj : s_.pending_unfunded) {
     if (!pj.spec) continue;
     const PendingJob* p = &pj;
-    if (!s_.explain && cs_.total_free() <= required_free_) break;
+    if (!s_.explain && (cs_.total_free() <= required_free_ || fc.single <= 1)) break;
     const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
     if (fc.Known(shape) || !HeadroomAllows(*p->spec)) {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});

@@ -27,32 +27,34 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
 
-  // Both lists are in (queued_since, id) order: merge them, then order by tier, stably.
-  std::vector<const PendingJob*> queue;
-  queue.reserve(snap.pending_funded.size() + snap.pending_unfunded.size());
-  auto before = [](const PendingJob* a, const PendingJob* b) {
-    if (a->queued_since != b->queued_since) return a->queued_since < b->queued_since;
-    return a->spec->id < b->spec->id;
-  };
+  // Both lists are in (queued_since, id) order: merge them into one bucket per tier, which keeps
+  // each tier first come, first served without sorting the whole queue every cycle.
+  std::vector<const PendingJob*> by_tier[3];
   {
+    auto before = [](const PendingJob& a, const PendingJob& b) {
+      if (a.queued_since != b.queued_since) return a.queued_since < b.queued_since;
+      return a.spec->id < b.spec->id;
+    };
     size_t i = 0, k = 0;
     const auto& f = snap.pending_funded;
     const auto& u = snap.pending_unfunded;
     while (i < f.size() || k < u.size()) {
+      const PendingJob* next = nullptr;
       if (i < f.size() && !f[i].spec) {
         ++i;
       } else if (k < u.size() && !u[k].spec) {
         ++k;
-      } else if (k == u.size() || (i < f.size() && before(&f[i], &u[k]))) {
-        queue.push_back(&f[i++]);
+      } else if (k == u.size() || (i < f.size() && before(f[i], u[k]))) {
+        next = &f[i++];
       } else {
-        queue.push_back(&u[k++]);
+        next = &u[k++];
       }
+      if (next) by_tier[2 - std::clamp(next->spec->tier, 0, 2)].push_back(next);
     }
   }
-  std::stable_sort(queue.begin(), queue.end(), [](const PendingJob* a, const PendingJob* b) {
-    return a->spec->tier > b->spec->tier;
-  });
+  std::vector<const PendingJob*> queue;
+  queue.reserve(by_tier[0].size() + by_tier[1].size() + by_tier[2].size());
+  for (const auto& t : by_tier) queue.insert(queue.end(), t.begin(), t.end());
   // Smallest single-node request that failed, per tier, to skip the rest of a full queue fast.
   int32_t failed_single[3] = {std::numeric_limits<int32_t>::max(),
                               std::numeric_limits<int32_t>::max(),
@@ -69,8 +71,12 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
       note(ReasonCode::kWaitPreemption, it->second);
       continue;
     }
-    const Shape shape = cs.ShapeOf(j.gpus, j.gpus_per_node);
     const int tier = std::clamp(j.tier, 0, 2);
+    // A full cluster where no one left in the queue may preempt: nothing more can happen.
+    if (!snap.explain && (cs.total_free() == 0 || failed_single[tier] <= 1) &&
+        (tier == 0 || attempts >= 64))
+      break;
+    const Shape shape = cs.ShapeOf(j.gpus, j.gpus_per_node);
     const bool single = shape.slices() == 1;
     if (single && shape.per_node >= failed_single[tier]) {
       note(ReasonCode::kWaitTier);

@@ -368,8 +368,7 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
   // Swap-remove from the running list.
   if (idx + 1 != running_.size()) {
     running_[idx] = std::move(running_.back());
-    jobs_[static_cast<size_t>(job_by_id_.at(running_[idx].spec->id.value()))].run =
-        static_cast<int32_t>(idx);
+    jobs_[static_cast<size_t>(running_[idx].spec - specs_.data())].run = static_cast<int32_t>(idx);
   }
   running_.pop_back();
   rt.run = -1;
@@ -451,7 +450,7 @@ void Engine::RunCycle() {
   delivered_.AdvanceTo(now_);
   owed_.AdvanceTo(now_);
   for (RunningJob& r : running_) {
-    const auto& sim = sc_.jobs[static_cast<size_t>(job_by_id_.at(r.spec->id.value()))];
+    const auto& sim = sc_.jobs[static_cast<size_t>(r.spec - specs_.data())];
     const int64_t ci = sim.checkpoint_interval.value();
     if (ci > 0) r.checkpointed = r.started + Seconds((now_ - r.started).value() / ci * ci);
   }
