@@ -97,7 +97,7 @@ std::optional<std::vector<Slice>> ClusterState::FindMulti(const Shape& shape,
   for (size_t f = static_cast<size_t>(g); f < by_free_.size(); ++f)
     eligible_total += static_cast<int64_t>(by_free_[f].size());
   if (may_use_reserved) eligible_total += static_cast<int64_t>(reserved_nodes_.size());
-  if (eligible_total < shape.slices()) return std::nullopt;
+  if (eligible_total < shape.count) return std::nullopt;  // the remainder needs less room
 
   struct Cand {
     int32_t avail;

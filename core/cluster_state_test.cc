@@ -209,7 +209,7 @@ TEST(ClusterState, GangWithARemainderUsesDistinctNodes) {
 // remainder slice needs only `rest` GPUs. So a 20-GPU gang (8 + 8 + 4) is refused on nodes with
 // 4, 8 and 8 free GPUs, where it fits: Find returns nullopt instead of {8, 8, 4}. The code after
 // the check already handles the remainder (candidates with avail >= min(per_node, rest)).
-TEST(ClusterState, DISABLED_GangRemainderMayGoToAPartlyUsedNode) {
+TEST(ClusterState, GangRemainderMayGoToAPartlyUsedNode) {
   World w;
   const NodeId a = w.AddNode(8, "A");
   w.AddNode(8, "A");

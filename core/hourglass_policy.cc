@@ -97,15 +97,15 @@ void Cycle::Setup() {
     stopping_[i] = r.stopping;
     for (const Slice& sl : r.placement) on_node_[static_cast<size_t>(sl.node.value())].push_back(i);
     if (r.spec->job_class == cfg_.quick_class) quick_running += r.gpus().value();
+    if (r.stopping && r.stop_for.value() != 0) {
+      auto& t = waiting_on_victims_[r.stop_for.value()];
+      t = std::max(t, r.stop_at);
+    }
     if (!r.spec->funded()) continue;
     const double g = r.gpus().value();
     // A job that is leaving no longer counts; a requeued one still wants GPUs.
     if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
-    if (r.stopping && r.stop_for.value() != 0) {
-      auto& t = waiting_on_victims_[r.stop_for.value()];
-      t = std::max(t, r.stop_at);
-    }
   }
   for (const PendingJob& p : s_.pending_funded) {
     if (!p.spec) continue;

@@ -525,7 +525,7 @@ TEST(HourglassPolicy, AJobWaitingForItsVictimsHoldsTheFreeGpusBesideThem) {
 // on node 1 (kPreemptForFunded for F) instead of noting kWaitPreemption; F's budget does not get
 // the GPUs counted and the free GPUs beside the victims are not held. Recording stop_for before
 // the funded() check fixes it.
-TEST(HourglassPolicy, DISABLED_AJobWaitingForUnfundedVictimsPreemptsNoMore) {
+TEST(HourglassPolicy, AJobWaitingForUnfundedVictimsPreemptsNoMore) {
   World w({Top("a")});
   const NodeId n0 = w.AddNode();
   const NodeId n1 = w.AddNode();
