@@ -322,9 +322,11 @@ void Cycle::Process(const PendingJob& p) {
   if (!fc.Known(shape)) {
     if (TryFree(p, shape, true)) return;
     if (TryPreempt(p, shape)) return;
-    // The headroom is there so debug jobs need not wait for a victim's grace period. The top
+    // The headroom is there so debug jobs need not wait for a victim's grace period. A large top
     // blocked job may still use it: otherwise it would reserve GPUs and idle far more of them.
-    if (reservations_ < cfg_.max_reservations && TryFree(p, shape, false)) return;
+    if (reservations_ < cfg_.max_reservations && j.gpus.value() > required_free_ &&
+        TryFree(p, shape, false))
+      return;
     if (TryReserve(p, shape)) return;
     fc.Add(shape);
   }
