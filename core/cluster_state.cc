@@ -26,9 +26,15 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
     block_nodes_[static_cast<size_t>(block_[i])].push_back(nodes[i].id);
     max_gpus_ = std::max(max_gpus_, nodes[i].gpus.value());
   }
-  for (const RunningJob& r : running)
-    for (const Slice& s : r.placement) free_[Index(s.node)] -= s.gpus.value();
-  by_free_.resize(static_cast<size_t>(max_gpus_) + 1);
+  funded_.assign(n, 0);
+  unfunded_.assign(n, 0);
+  for (const RunningJob& r : running) {
+    for (const Slice& s : r.placement) {
+      free_[Index(s.node)] -= s.gpus.value();
+      (r.spec->funded() ? funded_ : unfunded_)[Index(s.node)] += s.gpus.value();
+    }
+  }
+  for (auto& b : by_free_) b.resize(static_cast<size_t>(max_gpus_) + 1);
   for (size_t i = 0; i < n; ++i) {
     assert(free_[i] >= 0);
     if (!ready_[i]) continue;
@@ -40,7 +46,7 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
 
 void ClusterState::Index(size_t i, bool insert) {
   if (!ready_[i]) return;
-  auto& bucket = by_free_[static_cast<size_t>(free_[i] - reserved_[i])];
+  auto& bucket = by_free_[Kind(i)][static_cast<size_t>(free_[i] - reserved_[i])];
   if (insert)
     bucket.insert(static_cast<int32_t>(i));
   else
@@ -55,31 +61,51 @@ Shape ClusterState::ShapeOf(Gpus gpus, Gpus gpus_per_node) const {
 }
 
 int32_t ClusterState::LargestFree() const {
-  for (size_t f = by_free_.size(); f-- > 1;)
-    if (!by_free_[f].empty()) return static_cast<int32_t>(f);
-  return 0;
+  int32_t best = 0;
+  for (const auto& kind : by_free_)
+    for (size_t f = kind.size(); f-- > 1;)
+      if (!kind[f].empty()) {
+        best = std::max(best, static_cast<int32_t>(f));
+        break;
+      }
+  return best;
 }
 
-std::optional<std::vector<Slice>> ClusterState::Find(const Shape& shape,
-                                                     bool may_use_reserved) const {
+std::optional<std::vector<Slice>> ClusterState::Find(const Shape& shape, bool may_use_reserved,
+                                                     bool funded) const {
   if (shape.slices() == 0) return std::nullopt;
   if (shape.slices() > 1) return FindMulti(shape, may_use_reserved);
   const int32_t g = shape.per_node;
   if (g > max_gpus_) return std::nullopt;
+  // Nodes of the job's own kind first, then mixed ones, then empty ones, the other kind last;
+  // best-fit within each.
+  static constexpr int kFundedOrder[4] = {1, 3, 0, 2};
+  static constexpr int kUnfundedOrder[4] = {2, 3, 0, 1};
+  const int* order = funded ? kFundedOrder : kUnfundedOrder;
   std::optional<int32_t> best;
   int32_t best_free = 0;
-  for (size_t f = static_cast<size_t>(g); f < by_free_.size(); ++f) {
-    if (by_free_[f].empty()) continue;
-    best = *by_free_[f].begin();
-    best_free = static_cast<int32_t>(f);
-    break;
+  int best_rank = 4;
+  for (int rank = 0; rank < 4 && !best; ++rank) {
+    const auto& buckets = by_free_[order[rank]];
+    for (size_t f = static_cast<size_t>(g); f < buckets.size(); ++f) {
+      if (buckets[f].empty()) continue;
+      best = *buckets[f].begin();
+      best_free = static_cast<int32_t>(f);
+      best_rank = rank;
+      break;
+    }
   }
   if (may_use_reserved) {
     for (int32_t i : reserved_nodes_) {
       const int32_t a = Avail(static_cast<size_t>(i), true);
-      if (a >= g && (!best || a < best_free || (a == best_free && i < *best))) {
+      if (a < g) continue;
+      int rank = 0;
+      while (order[rank] != Kind(static_cast<size_t>(i))) ++rank;
+      if (!best || rank < best_rank ||
+          (rank == best_rank && (a < best_free || (a == best_free && i < *best)))) {
         best = i;
         best_free = a;
+        best_rank = rank;
       }
     }
   }
@@ -94,8 +120,9 @@ std::optional<std::vector<Slice>> ClusterState::FindMulti(const Shape& shape,
   if (g > max_gpus_ || static_cast<int64_t>(g) * k > total_free_) return std::nullopt;
   // Cheap feasibility check first: enough nodes with room for a slice anywhere?
   int64_t eligible_total = 0;
-  for (size_t f = static_cast<size_t>(g); f < by_free_.size(); ++f)
-    eligible_total += static_cast<int64_t>(by_free_[f].size());
+  for (const auto& kind : by_free_)
+    for (size_t f = static_cast<size_t>(g); f < kind.size(); ++f)
+      eligible_total += static_cast<int64_t>(kind[f].size());
   if (may_use_reserved) eligible_total += static_cast<int64_t>(reserved_nodes_.size());
   if (eligible_total < shape.count) return std::nullopt;  // the remainder needs less room
 
@@ -167,12 +194,13 @@ std::optional<std::vector<Slice>> ClusterState::FindMulti(const Shape& shape,
   return take(order);
 }
 
-void ClusterState::Take(std::span<const Slice> slices) {
+void ClusterState::Take(std::span<const Slice> slices, bool funded) {
   for (const Slice& s : slices) {
     const size_t i = Index(s.node);
     assert(ready_[i] && free_[i] >= s.gpus.value());
     Index(i, false);
     free_[i] -= s.gpus.value();
+    (funded ? funded_ : unfunded_)[i] += s.gpus.value();
     // Jobs allowed on reserved GPUs consume the reservation's part last.
     if (free_[i] < reserved_[i]) reserved_[i] = free_[i];
     total_free_ -= s.gpus.value();

@@ -2,6 +2,9 @@
 // Best-fit: a small job goes to the ready node with the fewest free GPUs that still fit it, so
 // partly used nodes fill up and whole nodes stay free for large jobs. A multi-node gang goes into
 // one block (network domain) when one has room, the tightest such block first.
+// Funded and unfunded work are kept on separate nodes where possible: a node that holds only
+// unfunded work can be emptied at once for a gang, while one that mixes it with a protected
+// funded job cannot, and its unfunded GPUs would be stranded.
 #pragma once
 
 #include <optional>
@@ -42,11 +45,12 @@ class ClusterState {
 
   // Best-fit placement on free GPUs; GPUs reserved for another job are used only if
   // `may_use_reserved`.
-  std::optional<std::vector<Slice>> Find(const Shape& shape, bool may_use_reserved) const;
+  std::optional<std::vector<Slice>> Find(const Shape& shape, bool may_use_reserved,
+                                         bool funded = true) const;
   // Largest single-node request that would fit now (for reasons and fragmentation measures).
   int32_t LargestFree() const;
 
-  void Take(std::span<const Slice> slices);
+  void Take(std::span<const Slice> slices, bool funded = true);
   void Reserve(std::span<const Slice> slices);
 
  private:
@@ -55,6 +59,8 @@ class ClusterState {
     return ready_[i] ? free_[i] - (may_use_reserved ? 0 : reserved_[i]) : 0;
   }
   void Index(size_t i, bool insert);
+  // 0 empty, 1 funded work only, 2 unfunded work only, 3 both.
+  int Kind(size_t i) const { return (funded_[i] > 0 ? 1 : 0) | (unfunded_[i] > 0 ? 2 : 0); }
   std::optional<std::vector<Slice>> FindMulti(const Shape& shape, bool may_use_reserved) const;
 
   std::vector<int32_t> free_;
@@ -62,8 +68,10 @@ class ClusterState {
   std::vector<int32_t> block_;
   std::vector<bool> ready_;
   std::vector<std::vector<NodeId>> block_nodes_;
-  // Ready nodes by unreserved free GPUs, ordered by id: by_free_[f].
-  std::vector<std::set<int32_t>> by_free_;
+  std::vector<int32_t> funded_;    // GPUs held by funded work
+  std::vector<int32_t> unfunded_;  // GPUs held by unfunded work
+  // Ready nodes by kind and unreserved free GPUs, ordered by id: by_free_[kind][f].
+  std::vector<std::set<int32_t>> by_free_[4];
   std::vector<int32_t> reserved_nodes_;
   int32_t max_gpus_ = 0;
   int64_t total_free_ = 0;

@@ -26,11 +26,12 @@ struct World {
     nodes.push_back(n);
     return n.id;
   }
-  // A job holding `gpus` on `node`.
-  void Use(NodeId node, int32_t gpus) {
+  // A job holding `gpus` on `node` (funded unless said otherwise).
+  void Use(NodeId node, int32_t gpus, bool funded = true) {
     JobSpec s;
     s.id = JobId(static_cast<int64_t>(specs.size()) + 1);
     s.gpus = Gpus(gpus);
+    if (funded) s.budget = BudgetId(1);
     specs.push_back(s);
     RunningJob r;
     r.spec = &specs.back();
@@ -322,6 +323,36 @@ TEST(ClusterState, BlocksAreNumberedByNameAndListTheirNodes) {
   EXPECT_EQ(cs.block(NodeId(1)), 0);  // "alpha" sorts first
   EXPECT_EQ(cs.block(NodeId(0)), 1);
   EXPECT_EQ(cs.block_nodes(1), (std::vector<NodeId>{NodeId(0), NodeId(2)}));
+}
+
+}  // namespace
+}  // namespace hg
+
+namespace hg {
+namespace {
+
+// Funded and unfunded work go to nodes of their own kind first, so that a node holding only
+// unfunded work can be emptied at once for a gang.
+TEST(ClusterState, FundedAndUnfundedWorkKeepToNodesOfTheirOwnKind) {
+  World w;
+  const NodeId funded_node = w.AddNode(8);
+  const NodeId unfunded_node = w.AddNode(8);
+  const NodeId empty = w.AddNode(8);
+  w.Use(funded_node, 4, true);
+  w.Use(unfunded_node, 2, false);  // more free GPUs: pure best-fit would prefer funded_node
+  ClusterState cs = w.State();
+  EXPECT_EQ(cs.Find(Shape{2, 1, 0}, false, true)->at(0).node, funded_node);
+  EXPECT_EQ(cs.Find(Shape{2, 1, 0}, false, false)->at(0).node, unfunded_node);
+  // When its own kind is full, a job goes to an empty node before a node of the other kind.
+  EXPECT_EQ(cs.Find(Shape{6, 1, 0}, false, true)->at(0).node, empty);
+  const Slice fill{unfunded_node, Gpus(6)};
+  cs.Take(std::span<const Slice>(&fill, 1), false);
+  EXPECT_EQ(cs.Find(Shape{4, 1, 0}, false, false)->at(0).node, empty);
+  // Only when nothing else fits does work land beside the other kind.
+  const Slice fill_empty{empty, Gpus(8)};
+  cs.Take(std::span<const Slice>(&fill_empty, 1), false);
+  EXPECT_EQ(cs.Find(Shape{4, 1, 0}, false, false)->at(0).node, funded_node);
+  EXPECT_FALSE(cs.Find(Shape{6, 1, 0}, false, true).has_value());
 }
 
 }  // namespace

@@ -165,7 +165,7 @@ bool Cycle::HeadroomAllows(const JobSpec& j) const {
 }
 
 void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
-  cs_.Take(slices);
+  cs_.Take(slices, p.spec->funded());
   if (p.spec->funded()) fs_->Add(p.spec->budget, p.spec->gpus.value());
   if (p.spec->job_class == cfg_.quick_class)
     required_free_ = std::max<int64_t>(0, required_free_ - p.spec->gpus.value());
@@ -174,12 +174,12 @@ void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode cod
 
 bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom) {
   if (respect_headroom && !HeadroomAllows(*p.spec)) return false;
-  if (auto slices = cs_.Find(shape, false)) {
+  if (auto slices = cs_.Find(shape, false, p.spec->funded())) {
     Start(p, std::move(*slices), ReasonCode::kStartFree);
     return true;
   }
   if (reservations_ > 0 && MayUseReserved(*p.spec)) {
-    if (auto slices = cs_.Find(shape, true)) {
+    if (auto slices = cs_.Find(shape, true, p.spec->funded())) {
       Start(p, std::move(*slices), ReasonCode::kStartBackfill);
       return true;
     }
@@ -390,7 +390,7 @@ void Cycle::PlaceUnfunded() {
     // Unfunded work stays off GPUs a funded job will soon need: it would only be preempted
     // again within a cycle or two, wasting its grace period and its restart.
     const bool lend = s_.now + cfg_.reservation_lend_margin <= reservation_due_;
-    if (auto slices = cs_.Find(shape, lend)) {
+    if (auto slices = cs_.Find(shape, lend, false)) {
       Start(*p, std::move(*slices), ReasonCode::kStartFree);
     } else {
       fc.Add(shape);

@@ -82,8 +82,8 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
       note(ReasonCode::kWaitTier);
       continue;
     }
-    if (auto slices = cs.Find(shape, true)) {
-      cs.Take(*slices);
+    if (auto slices = cs.Find(shape, true, j.funded())) {
+      cs.Take(*slices, j.funded());
       out.starts.push_back(
           StartDecision{j.id, std::move(*slices), Reason{ReasonCode::kStartFree, {}, {}, 0, 0}});
       continue;
@@ -106,7 +106,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
           const int32_t take = std::min(sl.gpus.value(), cs.free(sl.node));
           if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
         }
-        cs.Take(free_part);
+        cs.Take(free_part, j.funded());
         note(ReasonCode::kWaitPreemption);
         continue;
       }
