@@ -109,7 +109,11 @@ int RunSim(const SimArgs& a) {
   if (policies.empty()) return fail(Error{"--policies", "name at least one policy", {}, 0});
   if (!a.write_dir.empty()) {
     if (auto ok = sim::WriteScenario(*sc, a.write_dir); !ok) return fail(ok.error());
-    std::cerr << "wrote scenario files to " << a.write_dir << "\n";
+    const std::string d = a.write_dir;
+    std::cerr << "wrote scenario files to " << d << "; replay with:\n  hourglass sim --cluster "
+              << d << "/cluster.csv --budgets " << d << "/budgets.toml --workload " << d
+              << "/workload.csv --events " << d << "/events.csv --end-days "
+              << static_cast<double>(sc->end.value()) / 86400.0 << "\n";
   }
   std::vector<sim::SimResult> runs;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
