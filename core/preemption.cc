@@ -30,8 +30,16 @@ std::optional<PreemptionPlan> PlanPreemption(
     const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved) {
   const int32_t g = shape.per_node;
-  // Cost for each node of making `need` GPUs available there.
-  auto node_cost = [&](size_t n, int32_t need) {
+  // Cost for each node of making `need` GPUs available there. Victims are listed only for the
+  // nodes a plan ends up using; scratch space is reused: this runs for every node.
+  struct Cand {
+    bool funded;
+    double cost;
+    size_t idx;
+    int32_t gpus_here;
+  };
+  std::vector<Cand> cands;
+  auto node_cost = [&](size_t n, int32_t need, bool list_victims) {
     NodeCost nc;
     const NodeId id(static_cast<int32_t>(n));
     if (!cs.ready(id)) return nc;
@@ -40,13 +48,14 @@ std::optional<PreemptionPlan> PlanPreemption(
       nc.feasible = true;
       return nc;
     }
-    struct Cand {
-      bool funded;
-      double cost;
-      size_t idx;
-      int32_t gpus_here;
-    };
-    std::vector<Cand> cands;
+    // Even every job leaving would not make room: skip the eligibility tests.
+    int32_t held = 0;
+    for (size_t i : on_node[n])
+      if (!stopping[i])
+        for (const Slice& s : running[i].placement)
+          if (s.node == id) held += s.gpus.value();
+    if (have + held < need) return nc;
+    cands.clear();
     for (size_t i : on_node[n]) {
       if (stopping[i] || !eligible(i)) continue;
       const RunningJob& r = running[i];
@@ -66,27 +75,27 @@ std::optional<PreemptionPlan> PlanPreemption(
       have += c.gpus_here;
       nc.funded += c.funded ? 1 : 0;
       nc.cost += c.cost;
-      nc.victims.push_back(c.idx);
+      if (list_victims) nc.victims.push_back(c.idx);
     }
     nc.feasible = have >= need;
     return nc;
   };
 
   std::vector<NodeCost> costs(cs.size());
-  for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g);
+  for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, false);
 
   auto finish = [&](std::vector<size_t> nodes) -> std::optional<PreemptionPlan> {
     PreemptionPlan plan;
     for (size_t n : nodes) {
       plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(n)), Gpus(g)});
-      for (size_t v : costs[n].victims) plan.victims.push_back(v);
+      for (size_t v : node_cost(n, g, true).victims) plan.victims.push_back(v);
     }
     if (shape.rest > 0) {
       std::optional<size_t> best;
       NodeCost best_cost;
       for (size_t n = 0; n < cs.size(); ++n) {
         if (std::find(nodes.begin(), nodes.end(), n) != nodes.end()) continue;
-        NodeCost c = node_cost(n, shape.rest);
+        NodeCost c = node_cost(n, shape.rest, true);
         if (c.feasible && (!best || c < best_cost)) {
           best = n;
           best_cost = std::move(c);
