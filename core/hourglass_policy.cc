@@ -15,7 +15,12 @@
 namespace hg {
 namespace {
 
+// Preemption planning looks at every node, so a cycle plans at most this many preemptions, and
+// fewer on big clusters (node evaluations per cycle bounded, as Slurm bounds its backfill's job
+// tests); jobs not reached wait for the next cycle, seconds later.
 constexpr int kMaxPreemptPlans = 64;
+constexpr int kMinPreemptPlans = 8;
+constexpr int64_t kMaxPlanNodeVisits = 160'000;
 
 size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
 
@@ -83,6 +88,7 @@ class Cycle {
   Seconds reservation_due_ = kNever;
   int reservations_ = 0;
   int preempt_attempts_ = 0;
+  int max_plans_ = kMaxPreemptPlans;
   std::optional<JobId> reservation_holder_;
 };
 
@@ -137,6 +143,9 @@ void Cycle::Setup() {
   auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
   fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight);
   failed_.resize(nb + 1);
+  const int64_t by_size =
+      kMaxPlanNodeVisits / std::max<int64_t>(1, static_cast<int64_t>(cs_.size()));
+  max_plans_ = static_cast<int>(std::clamp<int64_t>(by_size, kMinPreemptPlans, kMaxPreemptPlans));
   const auto headroom =
       static_cast<int64_t>(std::llround(cfg_.quick_headroom * static_cast<double>(cs_.capacity())));
   required_free_ = std::max<int64_t>(0, headroom - quick_running);
@@ -189,7 +198,7 @@ bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headro
 
 bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
-  if (++preempt_attempts_ > kMaxPreemptPlans) return false;
+  if (++preempt_attempts_ > max_plans_) return false;
   const JobSpec& j = *p.spec;
   const bool holder = reservation_holder_ && *reservation_holder_ == j.id;
   const double g = j.gpus.value();
@@ -371,7 +380,7 @@ void Cycle::PlaceFunded() {
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
     Process(p);
     // Nothing more can start once the cluster is full and preemption planning is spent.
-    if (!s_.explain && cs_.total_free() == 0 && preempt_attempts_ >= kMaxPreemptPlans) break;
+    if (!s_.explain && cs_.total_free() == 0 && preempt_attempts_ >= max_plans_) break;
   }
 }
 
