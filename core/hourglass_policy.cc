@@ -140,6 +140,30 @@ void Cycle::Setup() {
       need -= take;
     }
   }
+  // Victims killed earlier (a shorter grace period) have already left; the GPUs they freed are
+  // no longer beside a stopping victim. Hold the rest of what the job needs on the nodes with
+  // the most free GPUs, or a requeued victim would restart there and the job never fit.
+  std::vector<NodeId> roomiest;
+  for (const auto& entry : claim)
+    if (entry.second > 0 && roomiest.empty()) {
+      for (size_t n = 0; n < cs_.size(); ++n) {
+        const NodeId id(static_cast<int32_t>(n));
+        if (cs_.ready(id) && cs_.free(id) > 0) roomiest.push_back(id);
+      }
+      std::stable_sort(roomiest.begin(), roomiest.end(),
+                       [&](NodeId a, NodeId b) { return cs_.free(a) > cs_.free(b); });
+    }
+  for (auto& entry : claim) {
+    int64_t& need = entry.second;
+    for (NodeId id : roomiest) {
+      if (need <= 0) break;
+      const auto take = static_cast<int32_t>(std::min<int64_t>(need, cs_.free(id)));
+      if (take <= 0 || !cs_.ready(id)) continue;
+      const Slice held{id, Gpus(take)};
+      cs_.Take(std::span<const Slice>(&held, 1));
+      need -= take;
+    }
+  }
   auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
   fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight);
   failed_.resize(nb + 1);

@@ -87,8 +87,13 @@ class Engine {
   void Dirty() {
     owed_dirty_ = true;
     if (cycle_scheduled_) return;
+    // The loop runs on interval ticks, and never twice at one instant: a change made by a
+    // cycle (say a victim with no grace period leaving) waits for the next tick, as it would in
+    // the server, so simulated time always moves on.
     const int64_t iv = opt_.interval.value();
-    Push(Seconds((now_.value() + iv - 1) / iv * iv), Ev::kCycle, 0);
+    Seconds at((now_.value() + iv - 1) / iv * iv);
+    if (last_cycle_ && at <= *last_cycle_) at = *last_cycle_ + opt_.interval;
+    Push(at, Ev::kCycle, 0);
     cycle_scheduled_ = true;
   }
   void Account(Seconds to);
@@ -116,6 +121,7 @@ class Engine {
   int64_t seq_ = 0;
   Seconds now_{0};
   bool cycle_scheduled_ = false;
+  std::optional<Seconds> last_cycle_;
 
   std::vector<JobSpec> specs_;
   std::vector<JobRt> jobs_;
@@ -473,7 +479,12 @@ void Engine::RunCycle() {
     const int32_t rec = node_rt_[n].drain_record;
     if (rec >= 0) result_.drains[static_cast<size_t>(rec)].empty_at = now_;
     node_rt_[n].drain_record = -1;
-    SetNodeState(n, node_rt_[n].repair_pending ? NodeState::kReady : NodeState::kDrained);
+    if (node_rt_[n].repair_pending) {
+      SetNodeState(n, NodeState::kReady);  // repaired while draining: back in service
+      Dirty();
+    } else {
+      SetNodeState(n, NodeState::kDrained);
+    }
   }
 }
 
@@ -560,6 +571,7 @@ SimResult Engine::Run() {
         break;
       case Ev::kCycle:
         cycle_scheduled_ = false;
+        last_cycle_ = now_;
         RunCycle();
         break;
       case Ev::kSample:

@@ -148,7 +148,7 @@ void Stream(Builder& b, Rng& rng, const std::string& budget, double rate, double
 }
 
 // No scenario here needs a million events; more means the virtual clock stopped advancing (see
-// DISABLED_PreemptorBarredFromReservedGpusSpinsAtOneInstant), so the run is abandoned instead of
+// PreemptorBarredFromReservedGpusSpinsAtOneInstant), so the run is abandoned instead of
 // hanging the test binary.
 constexpr int64_t kMaxEvents = 5'000'000;
 
@@ -732,7 +732,7 @@ TEST(PropertiesFairShare, P5EveryFundedJobEventuallyStarts_200Scenarios) {
 // The same with a grace period per job: fails on the livelock of
 // DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 81: a funded job never
 // starts while its victims are stopped and restarted every protection period).
-TEST(PropertiesFairShare, DISABLED_P5WithGracePeriodsPerJob_200Scenarios) {
+TEST(PropertiesFairShare, P5WithGracePeriodsPerJob_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, true, false);
 }
 
@@ -866,7 +866,7 @@ TEST(PropertiesContract, NoFundedJobStoppedWhileProtectedAndRequeueRules_200Scen
 // The same with a grace period per job: fails on the livelock of
 // DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 57: a resumable job is still
 // running after 850 runs, stopped every time its protection ends, and never finishes).
-TEST(PropertiesContract, DISABLED_RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
+TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, true);
 }
 
@@ -1068,7 +1068,7 @@ TEST(PropertiesContract, PriorityBaselineViolatesContractHourglassDoesNot_25Scen
 // anew. When the last victim has gone the preemptor no longer fits, and it preempts the same jobs
 // again when their protection ends: a livelock. Here b's 8-GPU job never starts in two days and
 // a's two jobs are stopped every 30 min (about 95 times each), never finishing (no checkpoints).
-TEST(PropertiesRegression, DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier) {
+TEST(PropertiesRegression, WaitingPreemptorKeepsGpusOfVictimsKilledEarlier) {
   Builder b("livelock");
   b.Nodes(2, 4, 1);
   b.Budget("a", "", 1);
@@ -1105,7 +1105,7 @@ TEST(PropertiesRegression, DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarl
 // when it becomes empty, inside RunCycle's node decisions, but no further cycle is scheduled
 // (SetNodeState does not call Dirty). Work that needs that node waits until some unrelated event
 // happens; here none does, and the 16-GPU job waits on an idle cluster until the end.
-TEST(PropertiesRegression, DISABLED_NodeRepairedWhileDrainingTakesWorkWhenEmpty) {
+TEST(PropertiesRegression, NodeRepairedWhileDrainingTakesWorkWhenEmpty) {
   Builder b("repair");
   b.Nodes(2, 8, 1);
   b.Budget("a", "", 1);
@@ -1162,7 +1162,7 @@ TEST(PropertiesRegression, DISABLED_SpareGpusOfStoppingUnfundedVictimComeBeforeF
 // 55 stops it again. The virtual clock stays at 2,910 s forever: `hourglass sim` would hang. The
 // scenario is P5's generator (seed 0x5035000b, scenario 167, repairs during drains; the node
 // events come later and play no part).
-TEST(PropertiesRegression, DISABLED_PreemptorBarredFromReservedGpusSpinsAtOneInstant) {
+TEST(PropertiesRegression, PreemptorBarredFromReservedGpusSpinsAtOneInstant) {
   const Rng root(0x5035000b);
   Rng rng = root.Fork(167);
   MixKnobs k;
