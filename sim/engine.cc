@@ -97,6 +97,16 @@ class Engine {
     cycle_scheduled_ = true;
   }
   void Account(Seconds to);
+  PreemptionRecord RecordFor(const JobSpec& s, StopCause cause) const {
+    PreemptionRecord pr;
+    pr.at = now_;
+    pr.job = s.id;
+    pr.job_class = s.job_class;
+    pr.gpus = s.gpus.value();
+    pr.funded = s.funded();
+    pr.cause = cause;
+    return pr;
+  }
   void RunCycle();
   void Submit(int32_t j);
   void StartJob(const StartDecision& d);
@@ -317,13 +327,7 @@ void Engine::StopJob(const StopDecision& d) {
           result_.drains[static_cast<size_t>(rec)].manual = true;
       }
     }
-    PreemptionRecord pr;
-    pr.at = now_;
-    pr.job = r.spec->id;
-    pr.job_class = r.spec->job_class;
-    pr.gpus = r.spec->gpus.value();
-    pr.funded = r.spec->funded();
-    pr.cause = cause;
+    PreemptionRecord pr = RecordFor(*r.spec, cause);
     pr.contract_violation = protected_now && !operator_forced;
     rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
     result_.preemptions.push_back(pr);
@@ -361,13 +365,7 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
     result_.preemptions[static_cast<size_t>(rt.preempt_record)].lost_gpu_hours =
         GpuSeconds(s.gpus, ran - saved) / 3600.0;
   if (lost_node) {
-    PreemptionRecord pr;
-    pr.at = now_;
-    pr.job = s.id;
-    pr.job_class = s.job_class;
-    pr.gpus = s.gpus.value();
-    pr.funded = s.funded();
-    pr.cause = cause;
+    PreemptionRecord pr = RecordFor(s, cause);
     pr.lost_gpu_hours = GpuSeconds(s.gpus, ran - saved) / 3600.0;
     result_.preemptions.push_back(pr);
   }
