@@ -48,7 +48,7 @@ TEST(MakePolicy, ByName) {
     ASSERT_TRUE(p.has_value()) << name;
     EXPECT_EQ((*p)->name(), name);
   }
-  EXPECT_EQ(PolicyNames(), (std::vector<std::string>{"hourglass", "priority"}));
+  EXPECT_EQ(PolicyNames(), (std::vector<std::string>{"hourglass", "priority", "fifo-backfill"}));
 }
 
 TEST(MakePolicy, UnknownNameListsTheKnownOnes) {
