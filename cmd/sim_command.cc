@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/policy.h"
@@ -22,6 +23,7 @@ struct SimArgs {
   uint64_t seed = 1;
   std::string policies = "hourglass,priority";
   std::string json;
+  std::string decisions;
   std::string cluster, budgets, workload, events;
   std::string write_dir;
   double end_days = 0;
@@ -115,18 +117,32 @@ int RunSim(const SimArgs& a) {
               << "/workload.csv --events " << d << "/events.csv --end-days "
               << static_cast<double>(sc->end.value()) / 86400.0 << "\n";
   }
+  std::ostringstream log;
   std::vector<sim::SimResult> runs;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
   for (const auto& p : policies) {
     opt.progress = [&](Seconds t, int64_t events) {
       progress.Update(p->name(), t, sc->end, events);
     };
+    if (!a.decisions.empty()) {
+      const std::string policy(p->name());
+      opt.decision_log = [&log, policy](const sim::DecisionLogEntry& e) {
+        nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
+                            {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
+        log << j.dump() << "\n";
+      };
+    }
     auto r = sim::Simulate(*sc, *p, opt);
     if (!r) return fail(r.error());
     runs.push_back(std::move(*r));
   }
   progress.Done();
   std::cout << sim::RenderTable(runs);
+  if (!a.decisions.empty()) {
+    std::ofstream out(a.decisions, std::ios::binary | std::ios::trunc);
+    out << log.str();
+    if (!out) return fail(Error{"--decisions", "cannot write '" + a.decisions + "'", {}, 0});
+  }
   if (!a.json.empty()) {
     std::ofstream out(a.json, std::ios::binary | std::ios::trunc);
     out << sim::RenderJson(runs);
@@ -145,6 +161,8 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--policies", args->policies, "Comma-separated policy names")
       ->capture_default_str();
   sim->add_option("--json", args->json, "Write the JSON report to FILE");
+  sim->add_option("--decisions", args->decisions,
+                  "Write every decision with its reason to FILE (JSON lines)");
   sim->add_option("--cluster", args->cluster, "Cluster CSV (name,gpus,block)");
   sim->add_option("--budgets", args->budgets, "Budget tree TOML");
   sim->add_option("--workload", args->workload, "Workload CSV");

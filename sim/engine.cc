@@ -469,6 +469,18 @@ void Engine::RunCycle() {
   snap.running = running_;
   Decisions d = policy_.Cycle(snap);
   ++result_.cycles;
+  if (opt_.decision_log) {
+    for (const StopDecision& s : d.stops)
+      opt_.decision_log({now_, "stop", s.job, {}, Describe(s.reason, tree_)});
+    for (const StartDecision& s : d.starts)
+      opt_.decision_log({now_, "start", s.job,
+                         nodes_[static_cast<size_t>(s.placement.front().node.value())].name,
+                         Describe(s.reason, tree_)});
+    for (const NodeDecision& nd : d.nodes)
+      opt_.decision_log({now_, "drained", JobId(0),
+                         nodes_[static_cast<size_t>(nd.node.value())].name,
+                         Describe(nd.reason, tree_)});
+  }
   for (const StopDecision& s : d.stops) StopJob(s);
   for (const StartDecision& s : d.starts) StartJob(s);
   for (const NodeDecision& nd : d.nodes) {

@@ -10,6 +10,14 @@
 
 namespace hg::sim {
 
+struct DecisionLogEntry {
+  Seconds at{0};
+  const char* action = "";  // "start", "stop", "drained"
+  JobId job{0};             // 0 for node decisions
+  std::string node;         // first node of the placement, or the drained node
+  std::string reason;       // Describe(reason)
+};
+
 struct SimOptions {
   PolicyConfig policy;                    // caps and tuning shared with the server
   Seconds interval{10};                   // the scheduling loop runs at most this often
@@ -17,6 +25,9 @@ struct SimOptions {
   Seconds window = Days(7);               // the fair-share window
   // Called now and then with (simulated time, events so far), e.g. for a progress line.
   std::function<void(Seconds, int64_t)> progress;
+  // Called for every decision applied (start, stop, node drained) with its reason in words, so a
+  // run can answer "why was my job preempted" the way the server does.
+  std::function<void(const DecisionLogEntry&)> decision_log;
 };
 
 // Checks the scenario as a whole (budgets exist, jobs fit the cluster and the contract, events
