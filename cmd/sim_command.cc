@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "core/policy.h"
 #include "sim/engine.h"
 #include "sim/lab_month.h"
+#include "sim/philly.h"
 #include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/scenario_io.h"
@@ -26,6 +28,9 @@ struct SimArgs {
   std::string decisions;
   std::string cluster, budgets, workload, events;
   std::string write_dir;
+  std::string philly;
+  sim::PhillyOptions philly_opt;
+  bool philly_tuned = false;  // a Philly-only option was given
   double end_days = 0;
   int64_t interval = 10;
   double quick_headroom = 0.015;
@@ -44,6 +49,13 @@ std::vector<std::string> Split(const std::string& s) {
 
 // Maps the engine's file tokens ("workload", ...) to the paths the user gave.
 Error WithPath(Error e, const SimArgs& a) {
+  if (!a.philly.empty()) {
+    // The scenario's parts all come from the trace; the adapter's option names become flags.
+    if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = a.philly;
+    if (e.field == "oversubscription") e.field = "--oversubscription";
+    if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
+    if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
+  }
   if (e.file == "cluster") e.file = a.cluster;
   if (e.file == "budgets") e.file = a.budgets;
   if (e.file == "workload") e.file = a.workload;
@@ -53,7 +65,17 @@ Error WithPath(Error e, const SimArgs& a) {
 
 Result<sim::Scenario> LoadScenario(const SimArgs& a) {
   sim::Scenario sc;
-  if (!a.scenario.empty()) {
+  if (a.philly_tuned && a.philly.empty())
+    return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes",
+                "apply only to a trace; give --philly FILE");
+  if (!a.philly.empty()) {
+    if (!a.scenario.empty() || !a.cluster.empty() || !a.workload.empty() || !a.budgets.empty() ||
+        !a.events.empty())
+      return Fail("--philly", "give either --philly or --scenario or the scenario files");
+    auto p = sim::LoadPhilly(a.philly, a.philly_opt);
+    if (!p) return tl::unexpected(p.error());
+    sc = std::move(*p);
+  } else if (!a.scenario.empty()) {
     if (a.scenario != sim::kLabMonthName)
       return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
     if (!a.cluster.empty() || !a.workload.empty() || !a.budgets.empty())
@@ -95,6 +117,13 @@ int RunSim(const SimArgs& a) {
   if (a.live_weight <= 0) return fail(Error{"--live-weight", "must be positive", {}, 0});
   if (a.quick_headroom < 0 || a.quick_headroom > 0.5)
     return fail(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
+  const sim::PhillyOptions& po = a.philly_opt;
+  if (!std::isfinite(po.oversubscription) || po.oversubscription <= 0)
+    return fail(
+        Error{"--oversubscription", "must be a number > 0 (mean offered load / GPUs)", {}, 0});
+  if (!(po.unfunded_fraction >= 0 && po.unfunded_fraction <= 1))
+    return fail(Error{"--unfunded-fraction", "must be within [0, 1]", {}, 0});
+  if (po.debug_max_minutes < 0) return fail(Error{"--debug-max-minutes", "must be >= 0", {}, 0});
   auto sc = LoadScenario(a);
   if (!sc) return fail(sc.error());
   sim::SimOptions opt;
@@ -117,6 +146,8 @@ int RunSim(const SimArgs& a) {
               << "/workload.csv --events " << d << "/events.csv --end-days "
               << static_cast<double>(sc->end.value()) / 86400.0 << "\n";
   }
+  // Results from a trace are only meaningful with what the adapter invented next to them.
+  if (!a.philly.empty()) std::cerr << sim::DescribeMapping(*sc, a.philly_opt);
   std::ostringstream log;
   std::vector<sim::SimResult> runs;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
@@ -157,7 +188,8 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SimArgs>();
   CLI::App* sim = app.add_subcommand("sim", "Simulate a workload under one or more policies");
   sim->add_option("--scenario", args->scenario, "Built-in scenario: lab-month");
-  sim->add_option("--seed", args->seed, "Seed of the built-in scenario");
+  sim->add_option("--seed", args->seed,
+                  "Seed of the built-in scenario, or of --philly's researcher assignment");
   sim->add_option("--policies", args->policies, "Comma-separated policy names")
       ->capture_default_str();
   sim->add_option("--json", args->json, "Write the JSON report to FILE");
@@ -177,8 +209,24 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--live-weight", args->live_weight,
                   "Seconds of usage that holding one GPU now counts for in the fair-share key")
       ->capture_default_str();
+  sim->add_option("--philly", args->philly,
+                  "Microsoft Philly trace CSV (timestamp,duration,num_gpus,cluster); budgets, "
+                  "classes and cluster size are derived and printed");
+  auto* over = sim->add_option("--oversubscription", args->philly_opt.oversubscription,
+                               "With --philly: mean offered load / cluster GPUs")
+                   ->capture_default_str();
+  auto* unfunded = sim->add_option("--unfunded-fraction", args->philly_opt.unfunded_fraction,
+                                   "With --philly: share of non-debug jobs made unfunded")
+                       ->capture_default_str();
+  auto* debug = sim->add_option("--debug-max-minutes", args->philly_opt.debug_max_minutes,
+                                "With --philly: a 1-GPU job this short or shorter is debug")
+                    ->capture_default_str();
   sim->add_flag("--quiet", args->quiet, "No progress line");
-  sim->callback([args, &exit_code] { exit_code = RunSim(*args); });
+  sim->callback([args, over, unfunded, debug, &exit_code] {
+    args->philly_opt.seed = args->seed;
+    args->philly_tuned = over->count() + unfunded->count() + debug->count() > 0;
+    exit_code = RunSim(*args);
+  });
 }
 
 }  // namespace hg::cmd
