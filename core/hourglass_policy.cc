@@ -376,8 +376,12 @@ void Cycle::PlaceFunded() {
   std::vector<size_t> cursor(nb, 0);
   for (size_t b = nb; b-- > 1;) {
     auto& q = queue[b];
-    // Already in (queued_since, id) order; the user's own priority comes first.
-    std::stable_sort(q.begin(), q.end(), [](const PendingJob* x, const PendingJob* y) {
+    // Already in (queued_since, id) order. A user's quick (debug) jobs come before their own
+    // long work, which would otherwise hold them up for hours; then the user's own priority.
+    std::stable_sort(q.begin(), q.end(), [&](const PendingJob* x, const PendingJob* y) {
+      const bool qx = x->spec->job_class == cfg_.quick_class;
+      const bool qy = y->spec->job_class == cfg_.quick_class;
+      if (qx != qy) return qx;
       return PendingBefore(*x, *y);
     });
     left[b] += static_cast<int64_t>(q.size());
