@@ -271,6 +271,20 @@ TEST(HourglassPolicy, WithinABudgetTheUsersPriorityThenQueueOrderDecide) {
   EXPECT_EQ(d.starts[0].job, urgent.id);
 }
 
+// A user's debug job does not wait behind their own long jobs in the queue.
+TEST(HourglassPolicy, WithinABudgetQuickJobsComeBeforeLongWork) {
+  World w({Top("a")});
+  w.AddNode(2);
+  JobSpec& batch = w.NewJob(2, "a");
+  batch.priority = 5;  // even the user's own priority does not put long work ahead of debugging
+  JobSpec& debug = w.NewJob(2, "a", Seconds(0), "debug");
+  w.Pend(batch, Seconds(1));
+  w.Pend(debug, Seconds(2));
+  const Decisions d = w.Cycle(Seconds(10));
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, debug.id);
+}
+
 TEST(HourglassPolicy, BudgetLimitBlocksWithANote) {
   World w({Top("a", 8), Top("b")});
   const NodeId n0 = w.AddNode();
