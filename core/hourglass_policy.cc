@@ -24,12 +24,6 @@ constexpr int64_t kMaxPlanNodeVisits = 160'000;
 
 size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
 
-bool PendingBefore(const PendingJob& a, const PendingJob& b) {
-  if (a.spec->priority != b.spec->priority) return a.spec->priority > b.spec->priority;
-  if (a.queued_since != b.queued_since) return a.queued_since < b.queued_since;
-  return a.spec->id < b.spec->id;
-}
-
 // Per cycle: the smallest request of each shape kind that already failed, so the rest of a queue
 // that cannot fit is skipped in O(1). Free GPUs only shrink during a cycle, so a failure stays a
 // failure.
@@ -378,12 +372,23 @@ void Cycle::PlaceFunded() {
     auto& q = queue[b];
     // Already in (queued_since, id) order. A user's quick (debug) jobs come before their own
     // long work, which would otherwise hold them up for hours; then the user's own priority.
-    std::stable_sort(q.begin(), q.end(), [&](const PendingJob* x, const PendingJob* y) {
-      const bool qx = x->spec->job_class == cfg_.quick_class;
-      const bool qy = y->spec->job_class == cfg_.quick_class;
-      if (qx != qy) return qx;
-      return PendingBefore(*x, *y);
+    // Both passes keep the (queued_since, id) order within equal keys, and are linear when no
+    // one set a priority: this runs for every leaf in every cycle.
+    std::stable_partition(q.begin(), q.end(), [&](const PendingJob* x) {
+      return x->spec->job_class == cfg_.quick_class;
     });
+    const bool any_priority =
+        std::any_of(q.begin(), q.end(), [](const PendingJob* x) { return x->spec->priority != 0; });
+    if (any_priority) {
+      const auto quick_end = std::find_if(q.begin(), q.end(), [&](const PendingJob* x) {
+        return x->spec->job_class != cfg_.quick_class;
+      });
+      auto by_priority = [](const PendingJob* x, const PendingJob* y) {
+        return x->spec->priority > y->spec->priority;
+      };
+      std::stable_sort(q.begin(), quick_end, by_priority);
+      std::stable_sort(quick_end, q.end(), by_priority);
+    }
     left[b] += static_cast<int64_t>(q.size());
     left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
   }
