@@ -164,8 +164,13 @@ void Cycle::Setup() {
   const int64_t by_size =
       kMaxPlanNodeVisits / std::max<int64_t>(1, static_cast<int64_t>(cs_.size()));
   max_plans_ = static_cast<int>(std::clamp<int64_t>(by_size, kMinPreemptPlans, kMaxPreemptPlans));
-  const auto headroom =
-      static_cast<int64_t>(std::llround(cfg_.quick_headroom * static_cast<double>(cs_.capacity())));
+  const auto capacity = static_cast<double>(cs_.capacity());
+  int64_t quick_waiting = 0;
+  for (const PendingJob& p : s_.pending_funded)
+    if (p.spec && p.spec->job_class == cfg_.quick_class) quick_waiting += p.spec->gpus.value();
+  const auto base = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
+  const auto most = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
+  const int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
   required_free_ = std::max<int64_t>(0, headroom - quick_running);
 }
 

@@ -418,6 +418,37 @@ struct GangWorld {
   }
 };
 
+// Waiting debug jobs widen the headroom: the next GPUs to come free go to them, not to long
+// work of a budget that comes earlier in fair-share order.
+TEST(HourglassPolicy, WaitingQuickJobsWidenTheHeadroom) {
+  auto run = [](double headroom_max) {
+    World w({Top("a"), Top("b")});
+    w.AddNode(8);
+    w.History("b", Days(6), 8.0, 0.5);  // b got far more than it was owed: a goes first
+    std::vector<JobId> batch;
+    for (int i = 0; i < 8; ++i) {
+      JobSpec& j = w.NewJob(1, "a");
+      w.Pend(j, Seconds(i));
+      batch.push_back(j.id);
+    }
+    JobSpec& debug = w.NewJob(2, "b", Seconds(0), "debug");
+    w.Pend(debug, Seconds(100));
+    PolicyConfig cfg;
+    cfg.quick_headroom = 0;
+    cfg.quick_headroom_max = headroom_max;
+    const Decisions d = w.Cycle(Days(6), false, cfg);
+    int batch_started = 0;
+    bool debug_started = false;
+    for (const auto& s : d.starts) {
+      if (s.job == debug.id) debug_started = true;
+      if (std::find(batch.begin(), batch.end(), s.job) != batch.end()) ++batch_started;
+    }
+    return std::make_pair(batch_started, debug_started);
+  };
+  EXPECT_EQ(run(0.5), std::make_pair(6, true));
+  EXPECT_EQ(run(0.0), std::make_pair(8, false));  // without it, long work takes every GPU
+}
+
 TEST(HourglassPolicy, AGangThatCannotFitGetsAReservation) {
   GangWorld g;
   const Decisions d = g.w.Cycle(g.now);

@@ -25,6 +25,9 @@ struct PolicyConfig {
   // GPUs kept free of everything but quick jobs (class "debug"), as a fraction of capacity, so
   // debug jobs start without waiting for a victim's grace period.
   double quick_headroom = 0.0;
+  // The headroom grows to cover quick jobs that are waiting, up to this fraction of capacity:
+  // when debug work bursts, the next GPUs to come free go to it rather than to long work.
+  double quick_headroom_max = 0.05;
   std::string quick_class = "debug";
   int max_reservations = 1;  // how many blocked jobs may hold a reservation at once
   // Unfunded work may borrow reserved GPUs while the reservation is at least this far from due:
