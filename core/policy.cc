@@ -5,15 +5,19 @@
 #include "core/fifo_backfill_policy.h"
 #include "core/hourglass_policy.h"
 #include "core/priority_policy.h"
+#include "core/slurm_multifactor_policy.h"
 
 namespace hg {
 
-std::vector<std::string> PolicyNames() { return {"hourglass", "priority", "fifo-backfill"}; }
+std::vector<std::string> PolicyNames() {
+  return {"hourglass", "priority", "fifo-backfill", "slurm-multifactor"};
+}
 
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config) {
   if (name == "hourglass") return std::make_unique<HourglassPolicy>(config);
   if (name == "priority") return std::make_unique<PriorityPolicy>(config);
   if (name == "fifo-backfill") return std::make_unique<FifoBackfillPolicy>(config);
+  if (name == "slurm-multifactor") return std::make_unique<SlurmMultifactorPolicy>(config);
   std::string known;
   for (const auto& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
   return Fail("policy", "unknown policy '" + std::string(name) + "' (known: " + known + ")");

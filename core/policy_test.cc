@@ -48,7 +48,8 @@ TEST(MakePolicy, ByName) {
     ASSERT_TRUE(p.has_value()) << name;
     EXPECT_EQ((*p)->name(), name);
   }
-  EXPECT_EQ(PolicyNames(), (std::vector<std::string>{"hourglass", "priority", "fifo-backfill"}));
+  EXPECT_EQ(PolicyNames(), (std::vector<std::string>{"hourglass", "priority", "fifo-backfill",
+                                                     "slurm-multifactor"}));
 }
 
 TEST(MakePolicy, UnknownNameListsTheKnownOnes) {

@@ -1,0 +1,309 @@
+#include "core/slurm_multifactor_policy.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "core/cluster_state.h"
+#include "core/housekeeping.h"
+#include "core/preemption.h"
+
+namespace hg {
+namespace {
+
+// As in the hourglass policy: preemption planning looks at every node, so a cycle plans at most
+// this many preemptions, fewer on big clusters; jobs not reached wait for the next cycle.
+constexpr int kMaxPreemptPlans = 64;
+constexpr int kMinPreemptPlans = 8;
+constexpr int64_t kMaxPlanNodeVisits = 160'000;
+
+// Slurm's PriorityMaxAge: the age factor saturates after a week of waiting.
+constexpr Seconds kMaxAge = Days(7);
+
+// The EASY reservation helpers below are a copy of fifo_backfill_policy.cc's, kept here so the
+// two baselines stay independent.
+// Shapes that already failed this cycle, so the rest of a long queue that cannot fit is skipped
+// in O(1). The GPUs a search may use only shrink during a cycle, so a failure stays a failure.
+struct FailureCache {
+  int32_t single = std::numeric_limits<int32_t>::max();  // gpus on one node
+  std::map<int32_t, int32_t> multi;                      // per_node -> slices
+  bool Known(const Shape& s) const {
+    if (s.slices() == 1) return s.per_node >= single;
+    auto it = multi.find(s.per_node);
+    return it != multi.end() && s.slices() >= it->second;
+  }
+  void Add(const Shape& s) {
+    if (s.slices() == 1) {
+      single = std::min(single, s.per_node);
+    } else {
+      auto [it, inserted] = multi.emplace(s.per_node, s.slices());
+      if (!inserted) it->second = std::min(it->second, s.slices());
+    }
+  }
+};
+
+struct Release {
+  Seconds at;
+  int32_t gpus;
+  bool operator<(const Release& o) const { return at != o.at ? at < o.at : gpus < o.gpus; }
+};
+
+// The head's reservation: on the nodes that first have `shape.per_node` GPUs free, counting only
+// end times the scheduler knows. Each slice is planned at `per_node` GPUs, the remainder slice of
+// an uneven gang too (conservative: it may reserve a little more than needed).
+struct Plan {
+  Seconds due = kNever;
+  std::vector<Slice> slices;
+};
+
+Plan PlanReservation(const Shape& shape, const ClusterState& cs,
+                     const std::vector<std::vector<Release>>& releases, Seconds now) {
+  auto ready_at = [&](size_t n) {
+    const NodeId id(static_cast<int32_t>(n));
+    if (!cs.ready(id)) return kNever;
+    int32_t have = cs.free(id);
+    if (have >= shape.per_node) return now;
+    for (const Release& r : releases[n]) {  // sorted by time
+      have += r.gpus;
+      if (have >= shape.per_node) return r.at;
+    }
+    return kNever;
+  };
+  struct At {
+    Seconds t;
+    size_t n;
+    bool operator<(const At& o) const { return t != o.t ? t < o.t : n < o.n; }
+  };
+  const auto k = static_cast<size_t>(shape.slices());
+  Plan best;
+  std::vector<At> chosen;
+  auto consider = [&](std::vector<At> c) {
+    if (c.size() < k) return;
+    std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end());
+    c.resize(k);
+    if (c.back().t < best.due) {
+      best.due = c.back().t;
+      chosen = std::move(c);
+    }
+  };
+  // A gang stays inside one block (network domain) unless spanning blocks starts it strictly
+  // earlier, as the placement of a job that fits now prefers one block.
+  std::vector<At> all;
+  for (int32_t b = 0; b < cs.num_blocks(); ++b) {
+    std::vector<At> c;
+    for (NodeId id : cs.block_nodes(b)) {
+      const auto n = static_cast<size_t>(id.value());
+      const Seconds t = ready_at(n);
+      if (t != kNever) c.push_back({t, n});
+    }
+    all.insert(all.end(), c.begin(), c.end());
+    if (k > 1) consider(std::move(c));
+  }
+  consider(std::move(all));
+  for (const At& a : chosen)
+    best.slices.push_back(Slice{NodeId(static_cast<int32_t>(a.n)), Gpus(shape.per_node)});
+  return best;
+}
+
+}  // namespace
+
+double SlurmFairShareFactor(double usage, double share) {
+  if (!(share > 0.0)) return 0.0;
+  return std::exp2(-std::max(0.0, usage) / share);
+}
+
+double SlurmPriority(const Snapshot& snap, const PendingJob& p, int64_t capacity) {
+  const JobSpec& j = *p.spec;
+  double fairshare = 0.0;
+  if (j.funded() && snap.tree && snap.delivered) {
+    // Slurm decays usage with PriorityDecayHalfLife (7 days here); the ledger's 7-day sliding
+    // window stands in for the decay. U is the budget's fraction of all usage in the window.
+    const double total = snap.delivered->Usage(BudgetId(0));
+    const double usage = total > 0.0 ? snap.delivered->Usage(j.budget) / total : 0.0;
+    fairshare = SlurmFairShareFactor(usage, snap.tree->entitlement(j.budget));
+  }
+  const double waited =
+      static_cast<double>(std::max<int64_t>(0, (snap.now - p.queued_since).value()));
+  const double age = std::min(1.0, waited / static_cast<double>(kMaxAge.value()));
+  const double size =
+      capacity > 0 ? static_cast<double>(j.gpus.value()) / static_cast<double>(capacity) : 0.0;
+  return kSlurmWeightFairshare * fairshare + kSlurmWeightAge * age + kSlurmWeightSize * size;
+}
+
+Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
+  Decisions out;
+  std::vector<bool> stopping(snap.running.size());
+  std::vector<std::vector<size_t>> on_node(snap.nodes.size());
+  std::map<int64_t, Seconds> waiting;  // job id -> latest kill time of its victims
+  for (size_t i = 0; i < snap.running.size(); ++i) {
+    const RunningJob& r = snap.running[i];
+    stopping[i] = r.stopping;
+    for (const Slice& s : r.placement) on_node[static_cast<size_t>(s.node.value())].push_back(i);
+    if (r.stopping && r.stop_for.value() != 0) {
+      auto& t = waiting[r.stop_for.value()];
+      t = std::max(t, r.stop_at);
+    }
+  }
+  // PreemptExemptTime = min_runtime: drains wait for funded jobs' protection too.
+  Housekeeping(snap, HousekeepingOptions{true}, stopping, out);
+  ClusterState cs(snap.nodes, snap.running);
+  // Scavenger GPUs that a funded job could still preempt; none left means preemption is over.
+  int64_t scavenger_gpus = 0;
+  for (size_t i = 0; i < snap.running.size(); ++i)
+    if (!stopping[i] && !snap.running[i].spec->funded())
+      scavenger_gpus += snap.running[i].gpus().value();
+  const int64_t by_size =
+      kMaxPlanNodeVisits / std::max<int64_t>(1, static_cast<int64_t>(cs.size()));
+  const int max_plans =
+      static_cast<int>(std::clamp<int64_t>(by_size, kMinPreemptPlans, kMaxPreemptPlans));
+
+  // Normal QOS: funded jobs by priority (desc), then (queued_since, id). The scavenger QOS is
+  // kept out of the sort: it goes last, in the order the snapshot already holds it.
+  struct Ranked {
+    double priority;
+    const PendingJob* p;
+  };
+  std::vector<Ranked> funded;
+  funded.reserve(snap.pending_funded.size());
+  for (const PendingJob& p : snap.pending_funded)
+    if (p.spec) funded.push_back(Ranked{SlurmPriority(snap, p, cs.capacity()), &p});
+  std::sort(funded.begin(), funded.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.p->queued_since != b.p->queued_since) return a.p->queued_since < b.p->queued_since;
+    return a.p->spec->id < b.p->spec->id;
+  });
+
+  std::vector<const JobSpec*> started;  // parallel to out.starts
+  auto start = [&](const JobSpec& j, std::vector<Slice> slices, ReasonCode code) {
+    cs.Take(slices, j.funded());
+    started.push_back(&j);
+    out.starts.push_back(StartDecision{j.id, std::move(slices), Reason{code, {}, {}, 0, 0}});
+  };
+  // When each node's GPUs come back, from end times the scheduler knows (as fifo-backfill).
+  auto releases = [&] {
+    std::vector<std::vector<Release>> rel(snap.nodes.size());
+    auto add = [&](const std::vector<Slice>& placement, Seconds at) {
+      for (const Slice& s : placement)
+        rel[static_cast<size_t>(s.node.value())].push_back(Release{at, s.gpus.value()});
+    };
+    for (size_t i = 0; i < snap.running.size(); ++i) {
+      const RunningJob& r = snap.running[i];
+      if (r.stopping) {
+        add(r.placement, std::max(snap.now, r.stop_at));
+      } else if (stopping[i]) {  // stopped now: gone within its grace period
+        add(r.placement, snap.now + r.spec->grace);
+      } else if (r.spec->max_runtime) {
+        add(r.placement, std::max(snap.now, r.started + *r.spec->max_runtime));
+      }
+    }
+    for (size_t s = 0; s < started.size(); ++s)
+      if (started[s]->max_runtime)
+        add(out.starts[s].placement, snap.now + *started[s]->max_runtime);
+    for (auto& v : rel) std::sort(v.begin(), v.end());
+    return rel;
+  };
+
+  bool head_seen = false;
+  Seconds due = kNever;
+  std::optional<JobId> holder;
+  FailureCache failed_free;      // on GPUs the reservation does not need
+  FailureCache failed_backfill;  // on any free GPUs, reserved ones included
+  FailureCache failed_preempt;   // with scavenger victims (their set only shrinks)
+  int plans = 0;
+  // Tries free GPUs, then reserved GPUs if the job ends before the reservation is due.
+  auto try_start = [&](const JobSpec& j, const Shape& shape) {
+    if (!failed_free.Known(shape)) {
+      if (auto slices = cs.Find(shape, false, j.funded())) {
+        start(j, std::move(*slices), ReasonCode::kStartFree);
+        return true;
+      }
+      failed_free.Add(shape);
+    }
+    if (holder && j.max_runtime && snap.now + *j.max_runtime <= due &&
+        !failed_backfill.Known(shape)) {
+      if (auto slices = cs.Find(shape, true, j.funded())) {
+        start(j, std::move(*slices), ReasonCode::kStartBackfill);
+        return true;
+      }
+      failed_backfill.Add(shape);
+    }
+    return false;
+  };
+
+  for (const Ranked& rk : funded) {
+    const JobSpec& j = *rk.p->spec;
+    auto note = [&](ReasonCode c, int64_t a, int64_t b, Seconds eta = kNever) {
+      if (snap.explain) out.pending.push_back(PendingNote{j.id, Reason{c, {}, {}, a, b}, eta});
+    };
+    if (auto it = waiting.find(j.id.value()); it != waiting.end()) {
+      note(ReasonCode::kWaitPreemption, it->second.value(), 0, it->second);
+      continue;
+    }
+    // A full cluster with nothing left to preempt: no funded job can start this cycle.
+    if (!snap.explain && cs.total_free() == 0 && (scavenger_gpus == 0 || plans >= max_plans)) break;
+    const Shape shape = cs.ShapeOf(j.gpus, j.gpus_per_node);
+    if (try_start(j, shape)) continue;
+    if (scavenger_gpus > 0 && plans < max_plans && !failed_preempt.Known(shape)) {
+      ++plans;
+      auto eligible = [&](size_t i) { return !snap.running[i].spec->funded(); };
+      auto plan = PlanPreemption(shape, j.gpus, cs, snap.running, on_node, stopping, eligible,
+                                 snap.now, false);
+      if (plan && !plan->victims.empty()) {
+        Seconds killed_by = snap.now;
+        for (size_t v : plan->victims) {
+          const RunningJob& r = snap.running[v];
+          assert(!r.spec->funded());  // funded jobs are never preempted here
+          out.stops.push_back(StopDecision{
+              r.spec->id, Reason{ReasonCode::kPreemptForFunded, j.id, {}, 0, 0}, j.id, false});
+          stopping[v] = true;
+          scavenger_gpus -= r.gpus().value();
+          killed_by = std::max(killed_by, snap.now + r.spec->grace);
+        }
+        // The GPUs already free are held for the job while its victims leave.
+        std::vector<Slice> free_part;
+        for (const Slice& sl : plan->slices) {
+          const int32_t take = std::min(sl.gpus.value(), cs.free(sl.node));
+          if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
+        }
+        cs.Take(free_part, true);
+        note(ReasonCode::kWaitPreemption, killed_by.value(), 0, killed_by);
+        continue;
+      }
+      if (!plan) failed_preempt.Add(shape);
+    }
+    if (!head_seen) {
+      // EASY: the first funded job that cannot start holds the one reservation.
+      head_seen = true;
+      const Plan plan = PlanReservation(shape, cs, releases(), snap.now);
+      if (plan.due != kNever) {
+        due = plan.due;
+        holder = j.id;
+        cs.Reserve(plan.slices);
+        out.reservations.push_back(ReservationDecision{j.id, due, plan.slices});
+        note(ReasonCode::kWaitReservation, due.value(), 0, due);
+        continue;
+      }
+    }
+    note(ReasonCode::kWaitGpus, j.gpus.value(), cs.total_free());
+  }
+
+  // Scavenger QOS: whatever is left, first come first served.
+  for (const PendingJob& p : snap.pending_unfunded) {
+    if (!p.spec) continue;
+    const JobSpec& j = *p.spec;
+    if (!snap.explain && cs.total_free() == 0) break;
+    const Shape shape = cs.ShapeOf(j.gpus, j.gpus_per_node);
+    if (try_start(j, shape)) continue;
+    if (snap.explain)
+      out.pending.push_back(PendingNote{
+          j.id, Reason{ReasonCode::kWaitUnfunded, {}, {}, j.gpus.value(), cs.total_free()},
+          kNever});
+  }
+  return out;
+}
+
+}  // namespace hg
