@@ -4,13 +4,14 @@
 
 #include "core/fifo_backfill_policy.h"
 #include "core/hourglass_policy.h"
+#include "core/kueue_quota_policy.h"
 #include "core/priority_policy.h"
 #include "core/slurm_multifactor_policy.h"
 
 namespace hg {
 
 std::vector<std::string> PolicyNames() {
-  return {"hourglass", "priority", "fifo-backfill", "slurm-multifactor"};
+  return {"hourglass", "priority", "fifo-backfill", "slurm-multifactor", "kueue-quota"};
 }
 
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config) {
@@ -18,6 +19,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyCo
   if (name == "priority") return std::make_unique<PriorityPolicy>(config);
   if (name == "fifo-backfill") return std::make_unique<FifoBackfillPolicy>(config);
   if (name == "slurm-multifactor") return std::make_unique<SlurmMultifactorPolicy>(config);
+  if (name == "kueue-quota") return std::make_unique<KueueQuotaPolicy>(config);
   std::string known;
   for (const auto& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
   return Fail("policy", "unknown policy '" + std::string(name) + "' (known: " + known + ")");

@@ -49,7 +49,7 @@ TEST(MakePolicy, ByName) {
     EXPECT_EQ((*p)->name(), name);
   }
   EXPECT_EQ(PolicyNames(), (std::vector<std::string>{"hourglass", "priority", "fifo-backfill",
-                                                     "slurm-multifactor"}));
+                                                     "slurm-multifactor", "kueue-quota"}));
 }
 
 TEST(MakePolicy, UnknownNameListsTheKnownOnes) {
