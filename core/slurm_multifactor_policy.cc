@@ -11,6 +11,7 @@
 #include "core/cluster_state.h"
 #include "core/housekeeping.h"
 #include "core/preemption.h"
+#include "core/reservation_plan.h"
 
 namespace hg {
 namespace {
@@ -45,69 +46,6 @@ struct FailureCache {
     }
   }
 };
-
-struct Release {
-  Seconds at;
-  int32_t gpus;
-  bool operator<(const Release& o) const { return at != o.at ? at < o.at : gpus < o.gpus; }
-};
-
-// The head's reservation: on the nodes that first have `shape.per_node` GPUs free, counting only
-// end times the scheduler knows. Each slice is planned at `per_node` GPUs, the remainder slice of
-// an uneven gang too (conservative: it may reserve a little more than needed).
-struct Plan {
-  Seconds due = kNever;
-  std::vector<Slice> slices;
-};
-
-Plan PlanReservation(const Shape& shape, const ClusterState& cs,
-                     const std::vector<std::vector<Release>>& releases, Seconds now) {
-  auto ready_at = [&](size_t n) {
-    const NodeId id(static_cast<int32_t>(n));
-    if (!cs.ready(id)) return kNever;
-    int32_t have = cs.free(id);
-    if (have >= shape.per_node) return now;
-    for (const Release& r : releases[n]) {  // sorted by time
-      have += r.gpus;
-      if (have >= shape.per_node) return r.at;
-    }
-    return kNever;
-  };
-  struct At {
-    Seconds t;
-    size_t n;
-    bool operator<(const At& o) const { return t != o.t ? t < o.t : n < o.n; }
-  };
-  const auto k = static_cast<size_t>(shape.slices());
-  Plan best;
-  std::vector<At> chosen;
-  auto consider = [&](std::vector<At> c) {
-    if (c.size() < k) return;
-    std::partial_sort(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end());
-    c.resize(k);
-    if (c.back().t < best.due) {
-      best.due = c.back().t;
-      chosen = std::move(c);
-    }
-  };
-  // A gang stays inside one block (network domain) unless spanning blocks starts it strictly
-  // earlier, as the placement of a job that fits now prefers one block.
-  std::vector<At> all;
-  for (int32_t b = 0; b < cs.num_blocks(); ++b) {
-    std::vector<At> c;
-    for (NodeId id : cs.block_nodes(b)) {
-      const auto n = static_cast<size_t>(id.value());
-      const Seconds t = ready_at(n);
-      if (t != kNever) c.push_back({t, n});
-    }
-    all.insert(all.end(), c.begin(), c.end());
-    if (k > 1) consider(std::move(c));
-  }
-  consider(std::move(all));
-  for (const At& a : chosen)
-    best.slices.push_back(Slice{NodeId(static_cast<int32_t>(a.n)), Gpus(shape.per_node)});
-  return best;
-}
 
 }  // namespace
 
@@ -278,7 +216,7 @@ Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
     if (!head_seen) {
       // EASY: the first funded job that cannot start holds the one reservation.
       head_seen = true;
-      const Plan plan = PlanReservation(shape, cs, releases(), snap.now);
+      const ReservationPlan plan = PlanReservation(shape, cs, releases(), snap.now);
       if (plan.due != kNever) {
         due = plan.due;
         holder = j.id;
