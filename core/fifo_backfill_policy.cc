@@ -7,31 +7,12 @@
 #include <utility>
 
 #include "core/cluster_state.h"
+#include "core/failure_cache.h"
 #include "core/housekeeping.h"
 #include "core/reservation_plan.h"
 
 namespace hg {
 namespace {
-
-// Shapes that already failed this cycle, so the rest of a long queue that cannot fit is skipped
-// in O(1). The GPUs a search may use only shrink during a cycle, so a failure stays a failure.
-struct FailureCache {
-  int32_t single = std::numeric_limits<int32_t>::max();  // gpus on one node
-  std::map<int32_t, int32_t> multi;                      // per_node -> slices
-  bool Known(const Shape& s) const {
-    if (s.slices() == 1) return s.per_node >= single;
-    auto it = multi.find(s.per_node);
-    return it != multi.end() && s.slices() >= it->second;
-  }
-  void Add(const Shape& s) {
-    if (s.slices() == 1) {
-      single = std::min(single, s.per_node);
-    } else {
-      auto [it, inserted] = multi.emplace(s.per_node, s.slices());
-      if (!inserted) it->second = std::min(it->second, s.slices());
-    }
-  }
-};
 
 // Walks both pending lists as one queue in (queued_since, id) order, skipping holes. The lists
 // are each in that order already, so a merge costs O(P) where sorting would cost O(P log P).
@@ -73,30 +54,7 @@ Decisions FifoBackfillPolicy::Cycle(const Snapshot& snap) const {
     started.push_back(&j);
     out.starts.push_back(StartDecision{j.id, std::move(slices), Reason{code, {}, {}, 0, 0}});
   };
-  // When each node's GPUs come back, from end times the scheduler knows: jobs already leaving,
-  // jobs with a max_runtime, and jobs started earlier in this cycle. Built once, for the head.
-  auto releases = [&] {
-    std::vector<std::vector<Release>> rel(snap.nodes.size());
-    auto add = [&](const std::vector<Slice>& placement, Seconds at) {
-      for (const Slice& s : placement)
-        rel[static_cast<size_t>(s.node.value())].push_back(Release{at, s.gpus.value()});
-    };
-    for (size_t i = 0; i < snap.running.size(); ++i) {
-      const RunningJob& r = snap.running[i];
-      if (r.stopping) {
-        add(r.placement, std::max(snap.now, r.stop_at));
-      } else if (stopping[i]) {  // stopped by housekeeping now: gone within its grace period
-        add(r.placement, snap.now + r.spec->grace);
-      } else if (r.spec->max_runtime) {
-        add(r.placement, std::max(snap.now, r.started + *r.spec->max_runtime));
-      }
-    }
-    for (size_t s = 0; s < started.size(); ++s)
-      if (started[s]->max_runtime)
-        add(out.starts[s].placement, snap.now + *started[s]->max_runtime);
-    for (auto& v : rel) std::sort(v.begin(), v.end());
-    return rel;
-  };
+  auto releases = [&] { return KnownReleases(snap, stopping, started, out.starts); };
 
   bool head_seen = false;        // the first job that did not fit has been met
   Seconds due = kNever;          // when the reservation is due (kNever: none)

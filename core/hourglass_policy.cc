@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/cluster_state.h"
+#include "core/failure_cache.h"
 #include "core/fair_division.h"
 #include "core/fair_share.h"
 #include "core/housekeeping.h"
@@ -23,27 +24,6 @@ constexpr int kMinPreemptPlans = 8;
 constexpr int64_t kMaxPlanNodeVisits = 160'000;
 
 size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
-
-// Per cycle: the smallest request of each shape kind that already failed, so the rest of a queue
-// that cannot fit is skipped in O(1). Free GPUs only shrink during a cycle, so a failure stays a
-// failure.
-struct FailureCache {
-  int32_t single = std::numeric_limits<int32_t>::max();  // gpus on one node
-  std::map<int32_t, int32_t> multi;                      // per_node -> slices
-  bool Known(const Shape& s) const {
-    if (s.slices() == 1) return s.per_node >= single;
-    auto it = multi.find(s.per_node);
-    return it != multi.end() && s.slices() >= it->second;
-  }
-  void Add(const Shape& s) {
-    if (s.slices() == 1) {
-      single = std::min(single, s.per_node);
-    } else {
-      auto [it, inserted] = multi.emplace(s.per_node, s.slices());
-      if (!inserted) it->second = std::min(it->second, s.slices());
-    }
-  }
-};
 
 class Cycle {
  public:

@@ -4,6 +4,31 @@
 
 namespace hg {
 
+std::vector<std::vector<Release>> KnownReleases(const Snapshot& snap,
+                                                const std::vector<bool>& stopping,
+                                                const std::vector<const JobSpec*>& started,
+                                                const std::vector<StartDecision>& placements) {
+  std::vector<std::vector<Release>> rel(snap.nodes.size());
+  auto add = [&](const std::vector<Slice>& placement, Seconds at) {
+    for (const Slice& s : placement)
+      rel[static_cast<size_t>(s.node.value())].push_back(Release{at, s.gpus.value()});
+  };
+  for (size_t i = 0; i < snap.running.size(); ++i) {
+    const RunningJob& r = snap.running[i];
+    if (r.stopping) {
+      add(r.placement, std::max(snap.now, r.stop_at));
+    } else if (stopping[i]) {
+      add(r.placement, snap.now + r.spec->grace);
+    } else if (r.spec->max_runtime) {
+      add(r.placement, std::max(snap.now, r.started + *r.spec->max_runtime));
+    }
+  }
+  for (size_t s = 0; s < started.size(); ++s)
+    if (started[s]->max_runtime) add(placements[s].placement, snap.now + *started[s]->max_runtime);
+  for (auto& v : rel) std::sort(v.begin(), v.end());
+  return rel;
+}
+
 ReservationPlan PlanReservation(const Shape& shape, const ClusterState& cs,
                                 const std::vector<std::vector<Release>>& releases, Seconds now) {
   auto ready_at = [&](size_t n) {

@@ -6,6 +6,7 @@
 
 #include "core/cluster_state.h"
 #include "core/model.h"
+#include "core/policy.h"
 
 namespace hg {
 
@@ -26,6 +27,14 @@ struct ReservationPlan {
 // (sorted by time) of each node n. Each slice is planned at `per_node` GPUs, the remainder slice
 // of an uneven gang too (conservative: it may reserve a little more than needed). A gang stays
 // inside one block unless spanning blocks starts it strictly earlier.
+// When each node's GPUs come back, from end times the scheduler knows: jobs already leaving
+// (`stopping[i]` marks those stopped in this cycle, gone within their grace period), jobs with a
+// max_runtime, and the jobs `started` in this cycle at `placements` (parallel vectors). Sorted.
+std::vector<std::vector<Release>> KnownReleases(const Snapshot& snap,
+                                                const std::vector<bool>& stopping,
+                                                const std::vector<const JobSpec*>& started,
+                                                const std::vector<StartDecision>& placements);
+
 ReservationPlan PlanReservation(const Shape& shape, const ClusterState& cs,
                                 const std::vector<std::vector<Release>>& releases, Seconds now);
 
