@@ -7,6 +7,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libsodium-dev libcpp-httplib-dev
+  chromium sqlite3
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

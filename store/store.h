@@ -1,0 +1,153 @@
+// Durable state of the server behind one interface: SQLite is the embedded default
+// (sqlite_store.h); a PostgreSQL store can implement the same interface for larger sites.
+//
+// Contract: a call that returns success has committed its change durably (it survives SIGKILL of
+// the process at any later moment). Calls are thread-safe; implementations may batch concurrent
+// writers into one transaction (group commit) but never acknowledge before the commit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace hg::store {
+
+struct PrincipalRecord {
+  std::string name;
+  std::string role;  // "admin", "user", "agent"
+};
+
+struct TokenRecord {
+  std::string hash;  // hex BLAKE2b of the token; the token itself is never stored
+  std::string principal;
+  int64_t created_at = 0;
+};
+
+struct BudgetRecord {
+  std::string name;
+  std::string parent;  // empty: top level
+  double share = 1.0;
+  std::optional<int32_t> limit;
+  std::vector<std::string> leads;
+  std::vector<std::string> members;
+};
+
+struct AuditRecord {
+  int64_t at = 0;
+  std::string who;
+  std::string budget;
+  std::string field;  // "share", "limit", "leads", "members", "created", "deleted"
+  std::string old_value;
+  std::string new_value;
+};
+
+struct JobRecord {
+  int64_t id = 0;  // assigned by the store on insert (InsertJob), > 0, never reused
+  std::string name;
+  std::string user;
+  std::string budget;  // empty: unfunded
+  int32_t gpus = 1;
+  int32_t gpus_per_node = 0;
+  std::string job_class;
+  int64_t min_runtime_s = 0;
+  std::optional<int64_t> max_runtime_s;
+  bool resumable = false;
+  int64_t grace_s = 120;
+  int32_t priority = 0;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string cwd;
+  // Mutable state.
+  std::string state = "pending";  // pending|running|stopping|succeeded|failed|cancelled|preempted
+  std::string reason;
+  std::string reason_code;
+  int64_t submitted_at = 0;
+  int64_t queued_since = 0;
+  std::optional<int64_t> started_at;
+  std::optional<int64_t> ended_at;
+  int32_t attempts = 0;
+  std::optional<int32_t> exit_code;
+  std::optional<int32_t> exit_signal;
+  std::string placement_json;  // [{"node":"n1","gpus":[0,1]}] of the current/last attempt
+};
+
+struct JobEventRecord {
+  int64_t job = 0;
+  int64_t at = 0;
+  std::string kind;  // "submitted", "started", "preempted", "requeued", "ended", "cancelled", ...
+  std::string reason;
+};
+
+// One run (attempt) of a job on GPUs: the usage ledger is rebuilt from these after a restart.
+struct RunRecord {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  std::string budget;  // empty: unfunded
+  int32_t gpus = 0;
+  int64_t started_at = 0;
+  std::optional<int64_t> ended_at;  // null while running
+};
+
+struct NodeRecord {
+  std::string name;
+  int32_t gpus = 0;
+  std::string block;
+  std::map<std::string, std::string> labels;
+  std::string state = "ready";  // ready|draining|drained|lost
+  std::string drain_cause;      // "", "operator", "health"
+  std::string drain_reason;
+  std::optional<int64_t> drain_deadline_at;
+  int64_t drain_since = 0;
+  std::string logs_url;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Principals and tokens.
+  virtual Result<void> PutPrincipal(const PrincipalRecord& p) = 0;
+  virtual Result<std::vector<PrincipalRecord>> Principals() = 0;
+  virtual Result<void> AddToken(const TokenRecord& t) = 0;
+  // The principal owning the token hash, or nullopt.
+  virtual Result<std::optional<PrincipalRecord>> PrincipalByTokenHash(const std::string& hash) = 0;
+
+  // Budgets. Each change writes its audit entries in the same transaction.
+  virtual Result<std::vector<BudgetRecord>> Budgets() = 0;
+  virtual Result<void> PutBudget(const BudgetRecord& b, const std::vector<AuditRecord>& audit) = 0;
+  virtual Result<void> DeleteBudget(const std::string& name, const AuditRecord& audit) = 0;
+  virtual Result<std::vector<AuditRecord>> Audit(const std::string& budget) = 0;  // "" = all
+
+  // Jobs. InsertJob assigns and returns the id; it is durable when it returns.
+  virtual Result<int64_t> InsertJob(const JobRecord& j) = 0;
+  virtual Result<void> UpdateJob(const JobRecord& j) = 0;  // every mutable field, by id
+  virtual Result<std::vector<JobRecord>> Jobs() = 0;       // all, by id
+  virtual Result<std::optional<JobRecord>> Job(int64_t id) = 0;
+  virtual Result<void> AddJobEvent(const JobEventRecord& e) = 0;
+  virtual Result<std::vector<JobEventRecord>> JobEvents(int64_t job) = 0;
+
+  // Runs (usage).
+  virtual Result<void> PutRun(const RunRecord& r) = 0;  // insert or update by (job, attempt)
+  virtual Result<std::vector<RunRecord>> RunsSince(int64_t t) = 0;  // ended_at null or >= t
+
+  // Nodes.
+  virtual Result<void> PutNode(const NodeRecord& n) = 0;
+  virtual Result<std::vector<NodeRecord>> Nodes() = 0;
+
+  // Several changes committed together (all or none), e.g. a job's state with its event and run.
+  // The function runs with this store's write lock held and must only call the Put*/Update*/Add*
+  // methods of the store it is given.
+  virtual Result<void> Transaction(const std::function<Result<void>(Store&)>& body) = 0;
+};
+
+// Opens (creating when missing) the SQLite store at `path` and migrates its schema to the newest
+// version. Errors name the file and the reason.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+}  // namespace hg::store
