@@ -1,0 +1,91 @@
+// Issue 3, done-when item 6: repeated SIGKILL of the server during a stream of submissions from
+// several clients loses no acknowledged job and duplicates none; running work survives.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/e2e/cluster.h"
+
+namespace hg::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(E2eCrash, RepeatedKillNineDuringSubmissionsLosesNothingAcknowledged) {
+  Cluster c;
+  const std::string alice = c.AddPrincipal("alice", "user");
+  c.AddBudget("lab", "", 1, Json{{"members", {"alice"}}});
+  c.AddAgent({.node = "n1", .gpus = 2});
+  // A funded job holds the whole node, so the stream of unfunded jobs stays queued.
+  const int64_t holder = c.Submit(Json{{"budget", "lab"},
+                                       {"gpus", 2},
+                                       {"command", c.Script("hold", "sleep 600\n")},
+                                       {"cwd", c.dir()}},
+                                  alice);
+  ASSERT_TRUE(c.WaitState(holder, "running"));
+
+  constexpr int kClients = 6;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::set<std::string> acked;
+  std::map<std::string, int64_t> acked_id;
+  int refused = 0;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; !stop; ++i) {
+        const std::string name = "c" + std::to_string(t) + "-" + std::to_string(i);
+        const Response r = c.Call(
+            "POST", "/v1/jobs",
+            Json{{"name", name}, {"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+        std::lock_guard<std::mutex> lock(mu);
+        if (r.status == 201) {
+          acked.insert(name);
+          acked_id[name] = r.body["id"].get<int64_t>();
+        } else if (r.status != 0) {
+          ++refused;  // an answer that is not an acknowledgement must be an error, not a 2xx
+          ADD_FAILURE() << "unexpected status " << r.status << ": " << r.raw;
+        }
+      }
+    });
+  }
+  for (int round = 0; round < 4; ++round) {
+    std::this_thread::sleep_for(700ms);
+    c.KillServer();
+    std::this_thread::sleep_for(100ms);
+    c.StartServer();
+  }
+  std::this_thread::sleep_for(500ms);
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  c.KillServer();
+  c.StartServer();
+
+  const Response all = c.Admin("GET", "/v1/jobs?state=all&limit=1000000");
+  ASSERT_EQ(all.status, 200) << all.raw;
+  std::map<std::string, int> seen;
+  std::set<int64_t> ids;
+  for (const Json& j : all.body["jobs"]) {
+    ++seen[j.value("name", "")];
+    EXPECT_TRUE(ids.insert(j["id"].get<int64_t>()).second) << "id listed twice: " << j.dump();
+  }
+  ASSERT_GT(acked.size(), 50u) << "too few submissions to mean anything";
+  for (const std::string& name : acked) {
+    EXPECT_EQ(seen[name], 1) << name << " (id " << acked_id[name] << ") after 5 kills";
+  }
+  for (const auto& [name, n] : seen) EXPECT_LE(n, 1) << name << " stored twice";
+  EXPECT_EQ(refused, 0);
+  // The job that was running through all of this is still running on its agent.
+  EXPECT_EQ(c.Job(holder)["state"], "running") << c.Job(holder).dump();
+  std::fprintf(stderr, "e2e crash: %zu acknowledged submissions survived 5 SIGKILLs\n",
+               acked.size());
+}
+
+}  // namespace
+}  // namespace hg::e2e
