@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cmd/compare_command.h"
 #include "core/policy.h"
 #include "sim/engine.h"
 #include "sim/lab_month.h"
@@ -222,6 +223,7 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                                 "With --philly: a 1-GPU job this short or shorter is debug")
                     ->capture_default_str();
   sim->add_flag("--quiet", args->quiet, "No progress line");
+  AddCompareCommand(*sim, exit_code);
   sim->callback([args, over, unfunded, debug, &exit_code] {
     args->philly_opt.seed = args->seed;
     args->philly_tuned = over->count() + unfunded->count() + debug->count() > 0;

@@ -1,0 +1,216 @@
+#include "cmd/compare_command.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "core/policy.h"
+#include "sim/engine.h"
+#include "sim/html_report.h"
+#include "sim/lab_month.h"
+#include "sim/philly.h"
+#include "sim/progress.h"
+
+namespace hg::cmd {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kDefaultPolicies =
+    "hourglass,priority,fifo-backfill,slurm-multifactor,kueue-quota";
+
+struct CompareArgs {
+  std::string workload;
+  std::string format = "auto";
+  std::string scenario;
+  uint64_t seed = 1;
+  std::string policies = kDefaultPolicies;
+  double oversubscription = 2.5;
+  double unfunded_fraction = 0;
+  int64_t debug_max_minutes = 30;
+  double end_days = 0;
+  std::string html;
+  std::string json;
+  bool quiet = false;
+  bool trace_tuned = false;  // a trace-only option was given
+};
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// An output path is checked before the (minutes long) runs, so a typo fails at once and nothing
+// is written: its directory must exist.
+Result<void> CheckOutput(const std::string& option, const std::string& path) {
+  if (path.empty()) return {};
+  const fs::path p(path);
+  std::error_code ec;
+  if (fs::is_directory(p, ec)) return Fail(option, "'" + path + "' is a directory");
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  if (!fs::is_directory(dir, ec))
+    return Fail(option, "directory '" + dir.string() + "' does not exist");
+  return {};
+}
+
+struct Input {
+  sim::Scenario scenario;
+  std::string mapping;
+};
+
+Result<Input> LoadInput(const CompareArgs& a) {
+  Input in;
+  if (!a.scenario.empty()) {
+    if (!a.workload.empty())
+      return Fail("--scenario", "give either --scenario or --workload, not both");
+    if (a.scenario != sim::kLabMonthName)
+      return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
+    if (a.trace_tuned)
+      return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes/--format",
+                  "apply only to a trace given with --workload");
+    in.scenario = sim::MakeLabMonth(a.seed);
+    in.mapping = "";
+  } else {
+    if (a.workload.empty()) return Fail("--workload", "give --workload FILE or --scenario NAME");
+    if (a.format != "auto" && a.format != "philly")
+      return Fail("--format", "'" + a.format + "' is not readable yet (known: auto, philly)");
+    sim::PhillyOptions po;
+    po.oversubscription = a.oversubscription;
+    po.unfunded_fraction = a.unfunded_fraction;
+    po.debug_max_minutes = a.debug_max_minutes;
+    po.seed = a.seed;
+    auto sc = sim::LoadPhilly(a.workload, po);
+    if (!sc) {
+      Error e = sc.error();
+      if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = a.workload;
+      if (e.field == "oversubscription") e.field = "--oversubscription";
+      if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
+      if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
+      return tl::unexpected(e);
+    }
+    in.scenario = std::move(*sc);
+    in.mapping = sim::DescribeMapping(in.scenario, po);
+  }
+  if (a.end_days > 0) in.scenario.end = Seconds(static_cast<int64_t>(a.end_days * 86400));
+  return in;
+}
+
+int RunCompare(const CompareArgs& a) {
+  auto fail = [](const Error& e) {
+    std::cerr << "hourglass sim compare: " << e.ToString() << "\n";
+    return 2;
+  };
+  if (!std::isfinite(a.oversubscription) || a.oversubscription <= 0)
+    return fail(
+        Fail("--oversubscription", "must be a number > 0 (mean offered load / GPUs)").value());
+  if (!(a.unfunded_fraction >= 0 && a.unfunded_fraction <= 1))
+    return fail(Fail("--unfunded-fraction", "must be within [0, 1]").value());
+  if (a.debug_max_minutes < 0) return fail(Fail("--debug-max-minutes", "must be >= 0").value());
+  if (!std::isfinite(a.end_days) || a.end_days < 0)
+    return fail(Fail("--end-days", "must be a number >= 0").value());
+  if (auto ok = CheckOutput("--html", a.html); !ok) return fail(ok.error());
+  if (auto ok = CheckOutput("--json", a.json); !ok) return fail(ok.error());
+  if (!a.html.empty() && !a.json.empty() && fs::path(a.html) == fs::path(a.json))
+    return fail(Fail("--json", "must differ from --html").value());
+
+  sim::SimOptions opt;
+  std::vector<std::unique_ptr<Policy>> policies;
+  for (const std::string& name : Split(a.policies)) {
+    auto p = MakePolicy(name, opt.policy);
+    if (!p) {
+      Error e = p.error();
+      e.field = "--policies";
+      return fail(e);
+    }
+    policies.push_back(std::move(*p));
+  }
+  if (policies.empty()) return fail(Fail("--policies", "name at least one policy").value());
+
+  auto in = LoadInput(a);
+  if (!in) return fail(in.error());
+  if (auto ok = sim::Validate(in->scenario, opt.policy); !ok) {
+    Error e = ok.error();
+    if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = a.workload;
+    return fail(e);
+  }
+
+  sim::Comparison cmp;
+  cmp.mapping = in->mapping;
+  sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
+  for (const auto& p : policies) {
+    opt.progress = [&](Seconds t, int64_t events) {
+      progress.Update(p->name(), t, in->scenario.end, events);
+    };
+    auto r = sim::Simulate(in->scenario, *p, opt);
+    if (!r) return fail(r.error());
+    cmp.runs.push_back(std::move(*r));
+  }
+  progress.Done();
+
+  // Render everything first, then write: a failure to write one file is reported, and the
+  // terminal output is complete either way.
+  std::cout << sim::RenderCompareReport(cmp);
+  auto write = [&](const std::string& option, const std::string& path, const std::string& text) {
+    if (path.empty()) return 0;
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return fail(Fail(option, "cannot write '" + path + "'").value());
+    std::cerr << "wrote " << path << "\n";
+    return 0;
+  };
+  if (!a.html.empty()) {
+    if (int rc = write("--html", a.html, sim::RenderCompareHtml(cmp)); rc != 0) return rc;
+  }
+  if (!a.json.empty()) {
+    if (int rc = write("--json", a.json, sim::RenderCompareJson(cmp)); rc != 0) return rc;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& sim, int& exit_code) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* cmp = sim.add_subcommand(
+      "compare", "Compare policies on one workload: a table, an HTML report with charts, JSON");
+  cmp->add_option("--workload", args->workload, "Trace file (Philly per-job CSV)");
+  auto* format =
+      cmp->add_option("--format", args->format, "Trace format: auto|philly")->capture_default_str();
+  cmp->add_option("--scenario", args->scenario, "Built-in scenario instead of a trace: lab-month");
+  cmp->add_option("--seed", args->seed,
+                  "Seed of the built-in scenario, or of the trace's researcher assignment")
+      ->capture_default_str();
+  cmp->add_option("--policies", args->policies, "Comma-separated policy names")
+      ->capture_default_str();
+  auto* over = cmp->add_option("--oversubscription", args->oversubscription,
+                               "Trace: mean offered load / cluster GPUs")
+                   ->capture_default_str();
+  auto* unfunded = cmp->add_option("--unfunded-fraction", args->unfunded_fraction,
+                                   "Trace: share of non-debug jobs made unfunded")
+                       ->capture_default_str();
+  auto* debug = cmp->add_option("--debug-max-minutes", args->debug_max_minutes,
+                                "Trace: a 1-GPU job this short or shorter is debug")
+                    ->capture_default_str();
+  cmp->add_option("--end-days", args->end_days, "Evaluate until this day (default: the input's)");
+  cmp->add_option("--html", args->html, "Write the HTML report (charts inline) to FILE");
+  cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");
+  cmp->add_flag("--quiet", args->quiet, "No progress line");
+  cmp->callback([args, format, over, unfunded, debug, &exit_code] {
+    args->trace_tuned = format->count() + over->count() + unfunded->count() + debug->count() > 0;
+    exit_code = RunCompare(*args);
+    // Ends the parse here: without it `sim`'s callback would run a plain simulation next.
+    throw CLI::RuntimeError(exit_code);
+  });
+}
+
+}  // namespace hg::cmd
