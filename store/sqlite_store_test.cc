@@ -1,0 +1,637 @@
+#include "store/sqlite_store.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "store/migrations.h"
+#include "store/test_dir.h"
+
+namespace hg::store {
+namespace {
+
+std::unique_ptr<SqliteStore> MustOpen(const std::string& path) {
+  auto s = SqliteStore::Open(path);
+  EXPECT_TRUE(s) << s.error().ToString();
+  return s ? std::move(*s) : nullptr;
+}
+
+JobRecord FullJob() {
+  JobRecord j;
+  j.name = "train-llm";
+  j.user = "alice";
+  j.budget = "research/nlp";
+  j.gpus = 16;
+  j.gpus_per_node = 8;
+  j.job_class = "long";
+  j.min_runtime_s = 3600;
+  j.max_runtime_s = 86400;
+  j.resumable = true;
+  j.grace_s = 300;
+  j.priority = -3;
+  j.command = {"python", "train.py", "--lr", "3e-4", "quote\"and\\slash", "ünïcode"};
+  j.env = {{"A", "1"}, {"PATH", "/usr/bin"}, {"EMPTY", ""}};
+  j.cwd = "/home/alice/llm";
+  j.state = "running";
+  j.reason = "started on n1,n2";
+  j.reason_code = "started";
+  j.submitted_at = 1000;
+  j.queued_since = 1001;
+  j.started_at = 1002;
+  j.ended_at = 1003;
+  j.attempts = 2;
+  j.exit_code = 0;
+  j.exit_signal = 15;
+  j.placement_json = R"([{"node":"n1","gpus":[0,1]}])";
+  return j;
+}
+
+void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.user, b.user);
+  EXPECT_EQ(a.budget, b.budget);
+  EXPECT_EQ(a.gpus, b.gpus);
+  EXPECT_EQ(a.gpus_per_node, b.gpus_per_node);
+  EXPECT_EQ(a.job_class, b.job_class);
+  EXPECT_EQ(a.min_runtime_s, b.min_runtime_s);
+  EXPECT_EQ(a.max_runtime_s, b.max_runtime_s);
+  EXPECT_EQ(a.resumable, b.resumable);
+  EXPECT_EQ(a.grace_s, b.grace_s);
+  EXPECT_EQ(a.priority, b.priority);
+  EXPECT_EQ(a.command, b.command);
+  EXPECT_EQ(a.env, b.env);
+  EXPECT_EQ(a.cwd, b.cwd);
+  EXPECT_EQ(a.state, b.state);
+  EXPECT_EQ(a.reason, b.reason);
+  EXPECT_EQ(a.reason_code, b.reason_code);
+  EXPECT_EQ(a.submitted_at, b.submitted_at);
+  EXPECT_EQ(a.queued_since, b.queued_since);
+  EXPECT_EQ(a.started_at, b.started_at);
+  EXPECT_EQ(a.ended_at, b.ended_at);
+  EXPECT_EQ(a.attempts, b.attempts);
+  EXPECT_EQ(a.exit_code, b.exit_code);
+  EXPECT_EQ(a.exit_signal, b.exit_signal);
+  EXPECT_EQ(a.placement_json, b.placement_json);
+}
+
+TEST(SqliteStore, PrincipalsAndTokensRoundTrip) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->PutPrincipal({"bob", "user"}));
+  ASSERT_TRUE(s->PutPrincipal({"alice", "admin"}));
+  ASSERT_TRUE(s->PutPrincipal({"bob", "agent"}));  // upsert changes the role
+  auto ps = s->Principals();
+  ASSERT_TRUE(ps);
+  ASSERT_EQ(ps->size(), 2u);
+  EXPECT_EQ((*ps)[0].name, "alice");
+  EXPECT_EQ((*ps)[0].role, "admin");
+  EXPECT_EQ((*ps)[1].name, "bob");
+  EXPECT_EQ((*ps)[1].role, "agent");
+
+  ASSERT_TRUE(s->AddToken({"abc123", "alice", 42}));
+  auto who = s->PrincipalByTokenHash("abc123");
+  ASSERT_TRUE(who);
+  ASSERT_TRUE(who->has_value());
+  EXPECT_EQ((*who)->name, "alice");
+  EXPECT_EQ((*who)->role, "admin");
+  auto nobody = s->PrincipalByTokenHash("zzz");
+  ASSERT_TRUE(nobody);
+  EXPECT_FALSE(nobody->has_value());
+
+  // A token for an unknown principal and a duplicate hash are refused with a reason.
+  auto orphan = s->AddToken({"def", "mallory", 1});
+  ASSERT_FALSE(orphan);
+  EXPECT_NE(orphan.error().reason.find("FOREIGN KEY"), std::string::npos) << orphan.error().reason;
+  auto dup = s->AddToken({"abc123", "bob", 2});
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().reason.find("UNIQUE"), std::string::npos) << dup.error().reason;
+}
+
+TEST(SqliteStore, BudgetsAndAuditRoundTrip) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  BudgetRecord research{"research", "", 0.7, 64, {"lead1", "lead0"}, {"m2", "m1", "m3"}};
+  BudgetRecord nlp{"research/nlp", "research", 0.25, std::nullopt, {}, {"alice"}};
+  ASSERT_TRUE(s->PutBudget(research, {{10, "admin", "research", "created", "", "share=0.7"}}));
+  ASSERT_TRUE(s->PutBudget(nlp, {{11, "lead1", "research/nlp", "created", "", "share=0.25"}}));
+  auto bs = s->Budgets();
+  ASSERT_TRUE(bs);
+  ASSERT_EQ(bs->size(), 2u);
+  const auto& r = (*bs)[0];
+  EXPECT_EQ(r.name, "research");
+  EXPECT_EQ(r.parent, "");
+  EXPECT_DOUBLE_EQ(r.share, 0.7);
+  EXPECT_EQ(r.limit, 64);
+  EXPECT_EQ(r.leads, (std::vector<std::string>{"lead1", "lead0"}));  // order as written
+  EXPECT_EQ(r.members, (std::vector<std::string>{"m2", "m1", "m3"}));
+  EXPECT_EQ((*bs)[1].parent, "research");
+  EXPECT_EQ((*bs)[1].limit, std::nullopt);
+  EXPECT_TRUE((*bs)[1].leads.empty());
+
+  // Changing a budget replaces its lists and keeps its children (no cascade on update).
+  research.share = 0.5;
+  research.limit = std::nullopt;
+  research.leads = {"lead2"};
+  ASSERT_TRUE(s->PutBudget(research, {{12, "admin", "research", "share", "0.7", "0.5"},
+                                      {12, "admin", "research", "leads", "lead1,lead0", "lead2"}}));
+  bs = s->Budgets();
+  ASSERT_TRUE(bs);
+  ASSERT_EQ(bs->size(), 2u);
+  EXPECT_DOUBLE_EQ((*bs)[0].share, 0.5);
+  EXPECT_EQ((*bs)[0].limit, std::nullopt);
+  EXPECT_EQ((*bs)[0].leads, (std::vector<std::string>{"lead2"}));
+  EXPECT_EQ((*bs)[0].members.size(), 3u);
+
+  ASSERT_TRUE(s->DeleteBudget("research/nlp", {13, "admin", "research/nlp", "deleted", "", ""}));
+  auto missing = s->DeleteBudget("nope", {14, "admin", "nope", "deleted", "", ""});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().field, "budget");
+  bs = s->Budgets();
+  ASSERT_TRUE(bs);
+  ASSERT_EQ(bs->size(), 1u);
+
+  auto all = s->Audit("");
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 5u);  // the refused delete wrote nothing
+  EXPECT_EQ((*all)[2].field, "share");
+  EXPECT_EQ((*all)[2].old_value, "0.7");
+  EXPECT_EQ((*all)[2].new_value, "0.5");
+  EXPECT_EQ((*all)[2].who, "admin");
+  EXPECT_EQ((*all)[2].at, 12);
+  auto nlp_audit = s->Audit("research/nlp");
+  ASSERT_TRUE(nlp_audit);
+  ASSERT_EQ(nlp_audit->size(), 2u);  // the audit outlives the deleted budget
+  EXPECT_EQ((*nlp_audit)[0].field, "created");
+  EXPECT_EQ((*nlp_audit)[1].field, "deleted");
+}
+
+TEST(SqliteStore, JobsRoundTripAndUpdate) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  int64_t id1 = 0;
+  int64_t id2 = 0;
+  {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+    JobRecord full = FullJob();
+    full.id = 999;  // ignored: the store assigns ids
+    auto a = s->InsertJob(full);
+    ASSERT_TRUE(a) << a.error().ToString();
+    id1 = *a;
+    EXPECT_GT(id1, 0);
+    auto b = s->InsertJob(JobRecord{});  // defaults: every optional empty
+    ASSERT_TRUE(b);
+    id2 = *b;
+    EXPECT_GT(id2, id1);
+
+    auto got = s->Job(id1);
+    ASSERT_TRUE(got);
+    ASSERT_TRUE(got->has_value());
+    full.id = id1;
+    ExpectSameJob(**got, full);
+    auto none = s->Job(id2 + 100);
+    ASSERT_TRUE(none);
+    EXPECT_FALSE(none->has_value());
+
+    // UpdateJob writes the mutable fields, and only those.
+    JobRecord upd = full;
+    upd.name = "renamed";  // immutable: ignored
+    upd.state = "preempted";
+    upd.reason = "funded work";
+    upd.reason_code = "preempted_for_funded";
+    upd.queued_since = 2000;
+    upd.started_at = std::nullopt;
+    upd.ended_at = std::nullopt;
+    upd.attempts = 3;
+    upd.exit_code = std::nullopt;
+    upd.exit_signal = std::nullopt;
+    upd.placement_json = "[]";
+    ASSERT_TRUE(s->UpdateJob(upd));
+    upd.name = full.name;
+    got = s->Job(id1);
+    ASSERT_TRUE(got && got->has_value());
+    ExpectSameJob(**got, upd);
+
+    JobRecord ghost;
+    ghost.id = 12345;
+    auto refused = s->UpdateJob(ghost);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().field, "job");
+  }
+  // Everything survives closing and re-opening.
+  auto s = MustOpen(path);
+  ASSERT_TRUE(s);
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].id, id1);
+  EXPECT_EQ((*jobs)[0].state, "preempted");
+  EXPECT_EQ((*jobs)[0].command, FullJob().command);
+  EXPECT_EQ((*jobs)[1].id, id2);
+  JobRecord defaults;
+  defaults.id = id2;
+  ExpectSameJob((*jobs)[1], defaults);
+  auto c = s->InsertJob(JobRecord{});
+  ASSERT_TRUE(c);
+  EXPECT_GT(*c, id2);
+}
+
+TEST(SqliteStore, InvalidUtf8IsRefusedNotThrown) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  JobRecord j;
+  j.command = {"echo", std::string("\xff\xfe")};
+  auto r = s->InsertJob(j);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().field, "command");
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_TRUE(jobs->empty());
+}
+
+TEST(SqliteStore, EventsRunsAndNodesRoundTrip) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  auto j1 = s->InsertJob(FullJob());
+  auto j2 = s->InsertJob(FullJob());
+  ASSERT_TRUE(j1 && j2);
+  ASSERT_TRUE(s->AddJobEvent({*j1, 5, "submitted", ""}));
+  ASSERT_TRUE(s->AddJobEvent({*j2, 6, "submitted", ""}));
+  ASSERT_TRUE(s->AddJobEvent({*j1, 7, "started", "on n1"}));
+  auto ev = s->JobEvents(*j1);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 2u);
+  EXPECT_EQ((*ev)[0].kind, "submitted");
+  EXPECT_EQ((*ev)[1].kind, "started");
+  EXPECT_EQ((*ev)[1].reason, "on n1");
+  EXPECT_EQ((*ev)[1].at, 7);
+  EXPECT_EQ((*ev)[1].job, *j1);
+  EXPECT_FALSE(s->AddJobEvent({*j2 + 50, 8, "started", ""}));  // unknown job
+
+  ASSERT_TRUE(s->PutRun({*j1, 1, "research", 8, 100, 200}));
+  ASSERT_TRUE(s->PutRun({*j1, 2, "research", 8, 300, std::nullopt}));
+  ASSERT_TRUE(s->PutRun({*j2, 1, "", 4, 50, 90}));
+  auto runs = s->RunsSince(150);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 2u);  // (j2,1) ended before 150
+  EXPECT_EQ((*runs)[0].attempt, 1);
+  EXPECT_EQ((*runs)[0].ended_at, 200);
+  EXPECT_EQ((*runs)[1].attempt, 2);
+  EXPECT_EQ((*runs)[1].ended_at, std::nullopt);
+  // Updating a run by (job, attempt): it ends.
+  ASSERT_TRUE(s->PutRun({*j1, 2, "research", 8, 300, 400}));
+  runs = s->RunsSince(0);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[1].ended_at, 400);
+  EXPECT_EQ((*runs)[2].job, *j2);
+  EXPECT_EQ((*runs)[2].budget, "");
+  EXPECT_EQ((*runs)[2].gpus, 4);
+  EXPECT_EQ((*runs)[2].started_at, 50);
+  runs = s->RunsSince(401);
+  ASSERT_TRUE(runs);
+  EXPECT_TRUE(runs->empty());
+
+  NodeRecord n;
+  n.name = "n2";
+  n.gpus = 8;
+  n.block = "b1";
+  n.labels = {{"block", "b1"}, {"gpu", "h100"}};
+  n.logs_url = "http://n2:9000";
+  ASSERT_TRUE(s->PutNode(n));
+  NodeRecord m;
+  m.name = "n1";
+  m.gpus = 4;
+  ASSERT_TRUE(s->PutNode(m));
+  n.state = "draining";
+  n.drain_cause = "health";
+  n.drain_reason = "ecc errors";
+  n.drain_deadline_at = 999;
+  n.drain_since = 900;
+  ASSERT_TRUE(s->PutNode(n));
+  auto nodes = s->Nodes();
+  ASSERT_TRUE(nodes);
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[0].name, "n1");
+  EXPECT_EQ((*nodes)[0].state, "ready");
+  EXPECT_EQ((*nodes)[0].drain_deadline_at, std::nullopt);
+  const auto& got = (*nodes)[1];
+  EXPECT_EQ(got.gpus, 8);
+  EXPECT_EQ(got.block, "b1");
+  EXPECT_EQ(got.labels, n.labels);
+  EXPECT_EQ(got.state, "draining");
+  EXPECT_EQ(got.drain_cause, "health");
+  EXPECT_EQ(got.drain_reason, "ecc errors");
+  EXPECT_EQ(got.drain_deadline_at, 999);
+  EXPECT_EQ(got.drain_since, 900);
+  EXPECT_EQ(got.logs_url, "http://n2:9000");
+}
+
+TEST(SqliteStore, TransactionIsAllOrNothing) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  auto base = s->InsertJob(FullJob());
+  ASSERT_TRUE(base);
+
+  // A body that returns an error after writing: nothing it wrote remains.
+  int64_t inner_id = 0;
+  auto r = s->Transaction([&](Store& tx) -> Result<void> {
+    auto id = tx.InsertJob(FullJob());
+    if (!id) return tl::unexpected(id.error());
+    inner_id = *id;
+    JobRecord upd = FullJob();
+    upd.id = *base;
+    upd.state = "cancelled";
+    if (auto ok = tx.UpdateJob(upd); !ok) return ok;
+    if (auto ok = tx.AddJobEvent({*id, 1, "submitted", ""}); !ok) return ok;
+    return Fail("test", "changed my mind");
+  });
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().reason, "changed my mind");
+  EXPECT_GT(inner_id, *base);
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].state, "running");  // the update was undone too
+  auto ev = s->JobEvents(inner_id);
+  ASSERT_TRUE(ev);
+  EXPECT_TRUE(ev->empty());
+
+  // A body whose SQL fails half-way (event for an unknown job): same.
+  r = s->Transaction([&](Store& tx) -> Result<void> {
+    if (auto ok = tx.PutNode({"n9", 8, "", {}, "ready", "", "", std::nullopt, 0, ""}); !ok) {
+      return ok;
+    }
+    return tx.AddJobEvent({424242, 1, "started", ""});
+  });
+  ASSERT_FALSE(r);
+  auto nodes = s->Nodes();
+  ASSERT_TRUE(nodes);
+  EXPECT_TRUE(nodes->empty());
+
+  // A body that succeeds commits everything, and reads inside it see its own writes.
+  int64_t committed = 0;
+  r = s->Transaction([&](Store& tx) -> Result<void> {
+    auto id = tx.InsertJob(FullJob());
+    if (!id) return tl::unexpected(id.error());
+    committed = *id;
+    auto seen = tx.Job(*id);
+    if (!seen || !seen->has_value()) return Fail("test", "own write not visible");
+    if (auto ok = tx.AddJobEvent({*id, 2, "submitted", "in tx"}); !ok) return ok;
+    // A nested transaction that fails is undone alone.
+    auto nested = tx.Transaction([&](Store& inner) -> Result<void> {
+      if (auto ok = inner.AddJobEvent({*id, 3, "nested", ""}); !ok) return ok;
+      return Fail("test", "nested fails");
+    });
+    if (nested) return Fail("test", "nested should have failed");
+    return tx.PutRun({*id, 1, "", 2, 10, std::nullopt});
+  });
+  ASSERT_TRUE(r) << r.error().ToString();
+  // A rolled-back insert's id was never acknowledged, so SQLite may hand it out again; ids of
+  // committed rows are never reused (AUTOINCREMENT), which is what callers can observe.
+  EXPECT_GT(committed, *base);
+  ev = s->JobEvents(committed);
+  ASSERT_TRUE(ev);
+  ASSERT_EQ(ev->size(), 1u);
+  EXPECT_EQ((*ev)[0].reason, "in tx");
+  auto runs = s->RunsSince(0);
+  ASSERT_TRUE(runs);
+  EXPECT_EQ(runs->size(), 1u);
+}
+
+// Polls cond until it holds or a deadline passes.
+template <class F>
+bool WaitFor(F cond) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::yield();
+  }
+  return false;
+}
+
+TEST(SqliteStore, FailingItemDoesNotSinkItsBatch) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  // Hold the writer inside a first transaction until the others are queued, so they all land
+  // in the next batch together.
+  std::atomic<bool> in_body{false};
+  std::atomic<bool> release{false};
+  std::thread holder([&] {
+    auto r = s->Transaction([&](Store&) -> Result<void> {
+      in_body = true;
+      while (!release.load()) std::this_thread::yield();
+      return {};
+    });
+    EXPECT_TRUE(r);
+  });
+  ASSERT_TRUE(WaitFor([&] { return in_body.load(); }));
+
+  constexpr int kGood = 6;
+  std::vector<Result<int64_t>> good(kGood, Result<int64_t>(0));
+  Result<void> bad_event;
+  Result<void> bad_tx;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kGood / 2; ++i) {
+    threads.emplace_back([&, i] { good[static_cast<size_t>(i)] = s->InsertJob(FullJob()); });
+  }
+  threads.emplace_back([&] { bad_event = s->AddJobEvent({777777, 1, "started", ""}); });
+  threads.emplace_back([&] {
+    bad_tx = s->Transaction([](Store& tx) -> Result<void> {
+      if (auto id = tx.InsertJob(FullJob()); !id) return tl::unexpected(id.error());
+      return Fail("test", "rolled back");
+    });
+  });
+  for (int i = kGood / 2; i < kGood; ++i) {
+    threads.emplace_back([&, i] { good[static_cast<size_t>(i)] = s->InsertJob(FullJob()); });
+  }
+  ASSERT_TRUE(WaitFor([&] { return s->PendingWrites() == kGood + 2; }));
+  release = true;
+  holder.join();
+  for (auto& t : threads) t.join();
+
+  const WriterStats stats = s->Stats();
+  EXPECT_EQ(stats.items, kGood + 3);
+  EXPECT_EQ(stats.largest_batch, kGood + 2);  // they really shared one transaction
+  EXPECT_FALSE(bad_event);
+  ASSERT_FALSE(bad_tx);
+  EXPECT_EQ(bad_tx.error().reason, "rolled back");
+  std::set<int64_t> ids;
+  for (const auto& g : good) {
+    ASSERT_TRUE(g) << g.error().ToString();
+    ids.insert(*g);
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kGood));
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), static_cast<size_t>(kGood));  // the failed transaction's job is gone
+  for (const auto& j : *jobs) EXPECT_EQ(ids.count(j.id), 1u);
+}
+
+TEST(SqliteStore, ConcurrentInsertsAllPresentWithUniqueIds) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  constexpr int kThreads = 64;
+  constexpr int kPerThread = 40;
+  std::vector<std::vector<int64_t>> ids(kThreads);
+  {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          JobRecord j;
+          j.name = "t" + std::to_string(t) + "-" + std::to_string(i);
+          auto id = s->InsertJob(j);
+          ASSERT_TRUE(id) << id.error().ToString();
+          ids[static_cast<size_t>(t)].push_back(*id);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    // 64 writers and one fsync at a time: batches must have formed.
+    EXPECT_GT(s->Stats().largest_batch, 1);
+    EXPECT_LT(s->Stats().batches, kThreads * kPerThread);
+  }
+  auto s = MustOpen(path);
+  ASSERT_TRUE(s);
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), static_cast<size_t>(kThreads * kPerThread));
+  std::map<int64_t, std::string> by_id;
+  for (const auto& j : *jobs) by_id[j.id] = j.name;
+  EXPECT_EQ(by_id.size(), jobs->size());
+  for (int t = 0; t < kThreads; ++t) {
+    const auto& mine = ids[static_cast<size_t>(t)];
+    ASSERT_EQ(mine.size(), static_cast<size_t>(kPerThread));
+    for (int i = 0; i < kPerThread; ++i) {
+      const int64_t id = mine[static_cast<size_t>(i)];
+      if (i > 0) {
+        EXPECT_GT(id, mine[static_cast<size_t>(i - 1)]);  // later call, larger id
+      }
+      EXPECT_EQ(by_id[id], "t" + std::to_string(t) + "-" + std::to_string(i));
+    }
+  }
+}
+
+TEST(SqliteStore, ReadsRunBesideWrites) {
+  TestDir dir;
+  auto s = MustOpen(dir.File("hg.db"));
+  ASSERT_TRUE(s);
+  std::atomic<bool> in_body{false};
+  std::atomic<bool> release{false};
+  std::thread holder([&] {
+    auto r = s->Transaction([&](Store& tx) -> Result<void> {
+      if (auto id = tx.InsertJob(FullJob()); !id) return tl::unexpected(id.error());
+      in_body = true;
+      while (!release.load()) std::this_thread::yield();
+      return {};
+    });
+    EXPECT_TRUE(r);
+  });
+  ASSERT_TRUE(WaitFor([&] { return in_body.load(); }));
+  // The writer holds an open transaction with an insert: a read completes beside it and sees
+  // only what was committed.
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs) << jobs.error().ToString();
+  EXPECT_TRUE(jobs->empty());
+  release = true;
+  holder.join();
+  jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->size(), 1u);
+}
+
+TEST(Migrations, FromEmptyAndReopenIsIdempotent) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->PutPrincipal({"alice", "admin"}));
+  }
+  for (int round = 0; round < 2; ++round) {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+    auto ps = s->Principals();
+    ASSERT_TRUE(ps);
+    EXPECT_EQ(ps->size(), 1u);  // data untouched by re-running migrations
+  }
+  auto db = sql::Db::Open(path, SQLITE_OPEN_READWRITE);
+  ASSERT_TRUE(db);
+  auto v = SchemaVersion(*db);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v, LatestSchemaVersion());
+  auto again = Migrate(*db);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, LatestSchemaVersion());
+}
+
+TEST(Migrations, StepsApplyInOrderAndAFailingStepChangesNothing) {
+  TestDir dir;
+  auto db = sql::Db::Open(dir.File("m.db"), SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  ASSERT_TRUE(db);
+  std::vector<std::string> steps = {"CREATE TABLE a (x INTEGER)",
+                                    "INSERT INTO a VALUES (1); ALTER TABLE a ADD COLUMN y TEXT"};
+  auto v = Migrate(*db, steps);
+  ASSERT_TRUE(v) << v.error().ToString();
+  EXPECT_EQ(*v, 2);
+  // A third step that fails half-way: its first statement is rolled back with it.
+  steps.push_back("INSERT INTO a VALUES (2, 'two'); INSERT INTO nowhere VALUES (3)");
+  v = Migrate(*db, steps);
+  ASSERT_FALSE(v);
+  EXPECT_NE(v.error().reason.find("migration to version 3"), std::string::npos) << v.error().reason;
+  auto version = SchemaVersion(*db);
+  ASSERT_TRUE(version);
+  EXPECT_EQ(*version, 2);
+  auto count = db->Prepare("SELECT count(*) FROM a");
+  ASSERT_TRUE(count);
+  ASSERT_TRUE(count->Step());
+  EXPECT_EQ(count->Int64(0), 1);
+  // Fixed step 3 applies on the next open.
+  steps[2] = "INSERT INTO a VALUES (2, 'two')";
+  v = Migrate(*db, steps);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v, 3);
+}
+
+TEST(Migrations, NewerSchemaIsRefused) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+  }
+  {
+    auto db = sql::Db::Open(path, SQLITE_OPEN_READWRITE);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->Exec("UPDATE schema_version SET version = " +
+                         std::to_string(LatestSchemaVersion() + 1)));
+  }
+  auto s = OpenSqliteStore(path);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().field, path);
+  EXPECT_NE(s.error().reason.find("newer than this hourglass binary"), std::string::npos)
+      << s.error().reason;
+}
+
+TEST(SqliteStore, UnopenablePathNamesTheFile) {
+  auto s = OpenSqliteStore("/nonexistent-dir/x/hg.db");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().field, "/nonexistent-dir/x/hg.db");
+  EXPECT_NE(s.error().reason.find("cannot open"), std::string::npos) << s.error().reason;
+}
+
+}  // namespace
+}  // namespace hg::store
