@@ -1,0 +1,167 @@
+// The server's domain, without HTTP: queue, running jobs, nodes, budgets and usage ledgers in
+// memory, every change written to the Store before it is acted on or acknowledged. The policy is
+// driven the way sim/engine.cc drives it, with the wall clock (seconds since the Unix epoch).
+//
+// Thread-safety: every public method takes the one mutex, except that Submit commits the job to
+// the store outside it (so concurrent submissions can share a group commit).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <tl/expected.hpp>
+#include <vector>
+
+#include "core/budget_tree.h"
+#include "core/policy.h"
+#include "core/usage_ledger.h"
+#include "server/clock.h"
+#include "store/store.h"
+
+namespace hg::server {
+
+// A refusal: HTTP status plus the field and reason of docs/api.md "Errors".
+struct Refusal {
+  int status = 400;
+  std::string field;
+  std::string reason;
+};
+template <class T>
+using Reply = tl::expected<T, Refusal>;
+inline tl::unexpected<Refusal> Refuse(int status, std::string field, std::string reason) {
+  return tl::unexpected<Refusal>(Refusal{status, std::move(field), std::move(reason)});
+}
+
+struct StateOptions {
+  std::string policy = "hourglass";
+  PolicyConfig config = [] {
+    PolicyConfig c;
+    c.quick_headroom = 0.015;
+    return c;
+  }();
+  int64_t heartbeat_s = 1;
+  int64_t lost_after_s = 10;
+  Seconds window = Days(7);
+  // Budgets imported on first start only (when the store has none).
+  std::vector<BudgetSpec> initial_budgets;
+};
+
+// A budget change (POST or PATCH): absent fields are left as they are.
+struct BudgetChange {
+  std::optional<std::string> parent;  // only on create
+  std::optional<double> share;
+  bool set_limit = false;
+  std::optional<int32_t> limit;  // with set_limit: nullopt clears
+  std::optional<std::vector<std::string>> leads;
+  std::optional<std::vector<std::string>> members;
+};
+
+// What an agent reports about one attempt that ended.
+struct ExitReport {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  std::optional<int32_t> exit_code;
+  std::optional<int32_t> signal;
+  std::string how;  // exited|killed_after_grace|stopped|failed_to_start
+};
+
+struct AttemptRef {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  auto operator<=>(const AttemptRef&) const = default;
+};
+
+struct Registration {
+  std::string node;
+  int32_t gpus = 0;
+  std::map<std::string, std::string> labels;
+  std::string logs_url;
+  std::vector<AttemptRef> running;
+};
+
+struct Heartbeat {
+  std::string node;
+  bool health_ok = true;
+  std::string health_detail;
+  std::vector<AttemptRef> running;
+  std::vector<ExitReport> exited;
+};
+
+class State {
+ public:
+  // Loads everything from the store (recovery). Fails on store errors or an unknown policy.
+  static Result<std::unique_ptr<State>> Open(store::Store& store, Clock& clock,
+                                             StateOptions options);
+  ~State();
+
+  const StateOptions& options() const { return opt_; }
+
+  // --- principals -------------------------------------------------------------------------
+  // The principal of a token (cached: principals are never deleted), or nullopt.
+  Result<std::optional<store::PrincipalRecord>> Authenticate(const std::string& token);
+  // Creates the principal if missing and gives it a new token; returns the token.
+  Reply<std::string> CreatePrincipal(const std::string& name, const std::string& role);
+  Reply<std::string> NewTokenFor(const std::string& name);
+  Reply<nlohmann::json> PrincipalsJson();
+  nlohmann::json WhoAmI(const store::PrincipalRecord& who);
+  // First start: an "admin" principal with a fresh token, returned once; nullopt if it exists.
+  Result<std::optional<std::string>> EnsureAdmin();
+
+  // --- jobs ---------------------------------------------------------------------------------
+  // `job` holds the request's fields; id, user, state and times are set here.
+  Reply<int64_t> Submit(const store::PrincipalRecord& who, store::JobRecord job);
+  Reply<nlohmann::json> JobJson(const store::PrincipalRecord& who, int64_t id);
+  Reply<nlohmann::json> JobsJson(const store::PrincipalRecord& who, const std::string& state,
+                                 const std::string& user, int64_t limit);
+  Reply<nlohmann::json> JobEventsJson(const store::PrincipalRecord& who, int64_t id);
+  Reply<nlohmann::json> Cancel(const store::PrincipalRecord& who, int64_t id);
+  // Where the logs of an attempt are: the agent's logs_url and node; attempt 0 = the latest.
+  struct LogSource {
+    std::string logs_url;
+    int32_t attempt = 0;
+    bool done = false;
+  };
+  Reply<LogSource> LogsOf(const store::PrincipalRecord& who, int64_t id, int32_t attempt);
+
+  // --- budgets and usage ----------------------------------------------------------------------
+  nlohmann::json BudgetsJson();
+  Reply<nlohmann::json> CreateBudget(const store::PrincipalRecord& who, const std::string& name,
+                                     const BudgetChange& change);
+  Reply<nlohmann::json> PatchBudget(const store::PrincipalRecord& who, const std::string& name,
+                                    const BudgetChange& change);
+  Reply<nlohmann::json> DeleteBudget(const store::PrincipalRecord& who, const std::string& name);
+  Reply<nlohmann::json> AuditJson(const std::string& budget);
+  Reply<nlohmann::json> UsageJson(const std::string& budget);
+
+  // --- nodes and agents ---------------------------------------------------------------------
+  nlohmann::json NodesJson();
+  Reply<nlohmann::json> Drain(const std::string& node, const std::string& reason,
+                              std::optional<int64_t> deadline_at);
+  Reply<nlohmann::json> Undrain(const std::string& node);
+  Reply<nlohmann::json> Register(const Registration& r);
+  // Returns the orders for the node.
+  Reply<nlohmann::json> OnHeartbeat(const Heartbeat& hb);
+
+  // --- the scheduling loop ------------------------------------------------------------------
+  // Marks lost nodes, runs one policy cycle and applies its decisions. Store failures are
+  // returned (the decisions not yet applied are dropped; the next cycle decides again).
+  Result<void> RunCycle();
+  // A counter bumped by every change that may let the policy decide something new.
+  // Called (without the lock held) after every change that may let the policy decide anew.
+  void SetOnChange(std::function<void()> fn);
+  std::string MetricsText();
+
+ private:
+  struct Impl;
+  explicit State(std::unique_ptr<Impl> impl, StateOptions opt);
+  std::unique_ptr<Impl> impl_;
+  StateOptions opt_;
+};
+
+}  // namespace hg::server

@@ -1,0 +1,137 @@
+// Private to server/state*.cc: the in-memory state behind State, shared by the files that
+// implement its parts (state.cc: recovery, principals, jobs, budgets; state_cycle.cc: the policy
+// cycle and the agents; state_views.cc: JSON views and metrics).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/budget_tree.h"
+#include "core/decision.h"
+#include "core/policy.h"
+#include "core/usage_ledger.h"
+#include "server/clock.h"
+#include "server/state.h"
+#include "server/usage_history.h"
+#include "store/store.h"
+
+namespace hg::server {
+
+// One node's part of the current attempt of a job.
+struct SliceRt {
+  size_t node = 0;
+  std::vector<int> gpu_idx;
+  int64_t start_sent_seq = -1;  // the node's heartbeat count when the start order went out
+  bool stop_sent = false;
+  bool exited = false;
+  int misses = 0;  // heartbeats since the start order that did not list the attempt
+  std::optional<int32_t> exit_code;
+  std::optional<int32_t> signal;
+  std::string how;
+};
+
+struct JobRt {
+  store::JobRecord rec;
+  JobSpec spec;  // stable address (jobs live in a std::map): PendingJob/RunningJob point here
+  // The current attempt, while running or stopping.
+  std::vector<SliceRt> slices;
+  std::vector<Slice> placement;
+  Seconds started{0};
+  bool stopping = false;
+  Seconds stop_at{0};
+  JobId stop_for{0};
+  // Why it is stopping: "preempt", "max_runtime", "cancel", "lost", "failed" (a gang member
+  // failed), "" (not stopping).
+  std::string stop_kind;
+  Seconds estimated_start = kNever;
+  bool active() const { return rec.state == "running" || rec.state == "stopping"; }
+};
+
+struct NodeRt {
+  store::NodeRecord rec;
+  std::vector<char> used;  // per GPU index
+  int64_t last_hb_ms = 0;
+  int64_t hb_seq = 0;
+  bool health_ok = true;
+  std::string health_detail;
+};
+
+struct State::Impl {
+  Impl(store::Store& s, Clock& c) : store(s), clock(c) {}
+
+  store::Store& store;
+  Clock& clock;
+  StateOptions opt;
+  std::unique_ptr<Policy> policy;
+  std::function<void()> on_change;
+
+  std::mutex mu;
+  // Principals by token hash (principals are never deleted, so the cache never goes stale).
+  std::map<std::string, store::PrincipalRecord> token_cache;
+
+  std::vector<store::BudgetRecord> budgets;  // the store's order
+  BudgetTree tree;
+  std::unique_ptr<UsageLedger> delivered, owed;
+  UsageHistory hist_delivered, hist_owed;
+
+  std::vector<Node> nodes;  // indexed by NodeId
+  std::vector<NodeRt> node_rt;
+  std::map<std::string, size_t> node_by_name;
+
+  std::map<int64_t, JobRt> jobs;
+  using QueueKey = std::pair<int64_t, int64_t>;  // (queued_since, id)
+  std::set<QueueKey> pending_funded, pending_unfunded;
+  std::set<int64_t> running;  // running or stopping
+
+  // Accounting since `last`: rates per budget id, recounted when `counts_dirty`.
+  int64_t last = 0;
+  bool counts_dirty = true;
+  std::vector<double> leaf_alloc, demand, owed_now;
+  double capacity = 0;
+
+  // Metrics.
+  int64_t submissions_total = 0;
+  std::map<std::string, int64_t> preemptions_total;  // by reason code
+  std::deque<double> cycle_seconds;                  // the last 1024
+  double cycle_seconds_sum = 0;
+  int64_t cycle_count = 0;
+
+  int64_t NowS() const { return clock.NowMs() / 1000; }
+  void Changed() {
+    if (on_change) on_change();
+  }
+
+  // state.cc
+  Result<void> Load();
+  Result<void> RebuildTree(std::vector<store::BudgetRecord> records, int64_t now);
+  void ResolveBudget(JobRt& j) const;
+  std::string KeyOf(BudgetId leaf) const;
+  void Recount();
+  void Account(int64_t now);
+  void AddPending(JobRt& j);
+  void RemovePending(JobRt& j);
+  size_t AddNode(const store::NodeRecord& rec);
+
+  // state_cycle.cc
+  Result<void> Start(const StartDecision& d, int64_t now);
+  Result<void> Stop(JobRt& j, const std::string& kind, const Reason& why, const std::string& words,
+                    JobId for_job, int64_t now);
+  Result<void> EndAttempt(JobRt& j, int64_t now);
+  Result<void> SetNodeState(size_t n, NodeState to, int64_t now);
+  Result<void> MarkLost(size_t n, int64_t now);
+  nlohmann::json StartOrder(const JobRt& j, size_t slice) const;
+
+  // state_views.cc
+  nlohmann::json JobView(const JobRt& j) const;
+};
+
+const char* CodeName(ReasonCode c);
+std::string PlacementJson(const JobRt& j, const std::vector<Node>& nodes);
+
+}  // namespace hg::server

@@ -1,0 +1,326 @@
+// Read-only views of the state: the JSON bodies of docs/api.md and the Prometheus text.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "server/auth.h"
+#include "server/state.h"
+#include "server/state_impl.h"
+
+namespace hg::server {
+namespace {
+
+template <class T>
+nlohmann::json Opt(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+std::string Num(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+std::string Escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+nlohmann::json State::Impl::JobView(const JobRt& j) const {
+  const auto& r = j.rec;
+  nlohmann::json placement = nlohmann::json::array();
+  try {
+    placement = nlohmann::json::parse(r.placement_json.empty() ? "[]" : r.placement_json);
+  } catch (const std::exception&) {
+  }
+  nlohmann::json eta = nullptr;
+  if (r.state == "pending" && j.estimated_start != kNever) eta = j.estimated_start.value();
+  nlohmann::json prot = nullptr;
+  if (j.active() && !r.budget.empty() && r.started_at) prot = *r.started_at + r.min_runtime_s;
+  return {{"id", r.id},
+          {"name", r.name},
+          {"user", r.user},
+          {"budget", r.budget.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.budget)},
+          {"gpus", r.gpus},
+          {"gpus_per_node", r.gpus_per_node},
+          {"class", r.job_class},
+          {"min_runtime_s", r.min_runtime_s},
+          {"max_runtime_s", Opt(r.max_runtime_s)},
+          {"resumable", r.resumable},
+          {"grace_s", r.grace_s},
+          {"priority", r.priority},
+          {"command", r.command},
+          {"env", r.env},
+          {"cwd", r.cwd},
+          {"state", r.state},
+          {"reason", r.reason},
+          {"reason_code", r.reason_code},
+          {"submitted_at", r.submitted_at},
+          {"queued_since", r.queued_since},
+          {"started_at", Opt(r.started_at)},
+          {"ended_at", Opt(r.ended_at)},
+          {"attempts", r.attempts},
+          {"exit_code", Opt(r.exit_code)},
+          {"exit_signal", Opt(r.exit_signal)},
+          {"placement", placement},
+          {"estimated_start_at", eta},
+          {"protected_until", prot}};
+}
+
+Reply<nlohmann::json> State::JobJson(const store::PrincipalRecord& who, int64_t id) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
+  if (!CanManageJob(who, it->second.rec.user)) return Refuse(403, "authorization", "not your job");
+  return impl_->JobView(it->second);
+}
+
+Reply<nlohmann::json> State::JobsJson(const store::PrincipalRecord& who, const std::string& state,
+                                      const std::string& user, int64_t limit) {
+  std::lock_guard lock(impl_->mu);
+  nlohmann::json out = nlohmann::json::array();
+  // Users see their own jobs; admins everyone's (or one user's).
+  const std::string only = IsAdmin(who) ? user : who.name;
+  if (!IsAdmin(who) && !user.empty() && user != who.name)
+    return Refuse(403, "user", "you may list only your own jobs");
+  for (auto it = impl_->jobs.rbegin(); it != impl_->jobs.rend(); ++it) {
+    const auto& r = it->second.rec;
+    if (!only.empty() && r.user != only) continue;
+    const bool active = r.state == "running" || r.state == "stopping";
+    const bool done = !active && r.state != "pending";
+    if (state == "pending" && r.state != "pending") continue;
+    if (state == "running" && !active) continue;
+    if (state == "done" && !done) continue;
+    if (state.empty() && done) continue;  // default: what is still in the system
+    out.push_back(impl_->JobView(it->second));
+    if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
+  }
+  return nlohmann::json{{"jobs", out}};
+}
+
+Reply<nlohmann::json> State::JobEventsJson(const store::PrincipalRecord& who, int64_t id) {
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->jobs.find(id);
+    if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
+    if (!CanManageJob(who, it->second.rec.user))
+      return Refuse(403, "authorization", "not your job");
+  }
+  auto ev = impl_->store.JobEvents(id);
+  if (!ev) return Refuse(503, "store", ev.error().ToString());
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : *ev) out.push_back({{"at", e.at}, {"kind", e.kind}, {"reason", e.reason}});
+  return nlohmann::json{{"events", out}};
+}
+
+Reply<State::LogSource> State::LogsOf(const store::PrincipalRecord& who, int64_t id,
+                                      int32_t attempt) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->jobs.find(id);
+  if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
+  const JobRt& j = it->second;
+  if (!CanManageJob(who, j.rec.user)) return Refuse(403, "authorization", "not your job");
+  if (j.rec.attempts == 0) return Refuse(409, "attempt", "the job has not started yet");
+  const int32_t a = attempt == 0 ? j.rec.attempts : attempt;
+  if (a < 1 || a > j.rec.attempts)
+    return Refuse(404, "attempt", "the job has " + std::to_string(j.rec.attempts) + " attempts");
+  // The first node of the attempt: the current placement, or the last one stored (older
+  // attempts' placements are not kept: they ran on the first node of the latest, commonly).
+  std::string node;
+  try {
+    const auto p = nlohmann::json::parse(j.rec.placement_json);
+    if (!p.empty()) node = p.at(0).at("node").get<std::string>();
+  } catch (const std::exception&) {
+  }
+  const auto n = impl_->node_by_name.find(node);
+  if (n == impl_->node_by_name.end()) return Refuse(404, "node", "no node holds these logs");
+  LogSource src;
+  src.logs_url = impl_->node_rt[n->second].rec.logs_url;
+  src.attempt = a;
+  src.done = !(j.active() && a == j.rec.attempts);
+  return src;
+}
+
+nlohmann::json State::BudgetsJson() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  s.Account(s.NowS());
+  if (s.counts_dirty) s.Recount();
+  const size_t nb = s.tree.size();
+  std::vector<double> running(nb, 0.0), pending(nb, 0.0);
+  for (int64_t id : s.running) {
+    const JobRt& j = s.jobs.at(id);
+    if (j.spec.funded()) running[static_cast<size_t>(j.spec.budget.value())] += j.rec.gpus;
+  }
+  for (const auto& [qs, id] : s.pending_funded) {
+    const JobRt& j = s.jobs.at(id);
+    if (j.spec.funded()) pending[static_cast<size_t>(j.spec.budget.value())] += 1;
+  }
+  // Parents have smaller ids than their children: one backward pass sums subtrees.
+  for (size_t b = nb; b-- > 1;) {
+    const auto p = static_cast<size_t>(s.tree.parent(BudgetId(static_cast<int32_t>(b))).value());
+    running[p] += running[b];
+    pending[p] += pending[b];
+  }
+  std::map<std::string, const store::BudgetRecord*> recs;
+  for (const auto& r : s.budgets) recs[r.name] = &r;
+  nlohmann::json out = nlohmann::json::array();
+  for (BudgetId b : s.tree.Visible()) {
+    if (b == kRootBudget) continue;
+    const auto i = static_cast<size_t>(b.value());
+    const std::string& name = s.tree.name(b);
+    const auto* rec = recs.count(name) ? recs[name] : nullptr;
+    const BudgetId parent = s.tree.parent(b);
+    const double delivered = s.delivered->Usage(b) / 3600.0;
+    out.push_back({{"path", s.tree.path(b)},
+                   {"name", name},
+                   {"parent", parent == kRootBudget ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(s.tree.name(parent))},
+                   {"share", s.tree.share(b)},
+                   {"limit", Opt(s.tree.limit(b))},
+                   {"leads", s.tree.leads(b)},
+                   {"members", rec ? rec->members : std::vector<std::string>{}},
+                   {"entitled_gpus", i < s.owed_now.size() ? s.owed_now[i] : 0.0},
+                   {"usage_7d_gpu_hours", delivered},
+                   {"owed_7d_gpu_hours", s.owed->Usage(b) / 3600.0},
+                   {"delivered_7d_gpu_hours", delivered},
+                   {"running_gpus", static_cast<int64_t>(running[i])},
+                   {"pending_jobs", static_cast<int64_t>(pending[i])}});
+  }
+  return nlohmann::json{{"budgets", out}};
+}
+
+Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  const int64_t now = s.NowS();
+  s.Account(now);
+  BudgetId top = kRootBudget;
+  if (!budget.empty()) {
+    auto b = s.tree.Find(budget);
+    if (!b) return Refuse(404, "budget", "unknown budget '" + budget + "'");
+    top = *b;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (BudgetId b : s.tree.Visible()) {
+    if (b == kRootBudget || !s.tree.IsAncestorOrSelf(top, b)) continue;
+    // Daily totals from the name-keyed history over the subtree's budgets.
+    std::vector<std::string> keys;
+    for (BudgetId c : s.tree.Visible())
+      if (c != kRootBudget && s.tree.IsAncestorOrSelf(b, c)) keys.push_back(s.tree.name(c));
+    nlohmann::json days = nlohmann::json::array();
+    for (int d = 6; d >= 0; --d) {
+      const int64_t from = now - (d + 1) * 86400, to = now - d * 86400;
+      double del = 0, owe = 0;
+      for (const auto& k : keys) {
+        del += s.hist_delivered.Sum(k, from, to);
+        owe += s.hist_owed.Sum(k, from, to);
+      }
+      days.push_back({{"from", from},
+                      {"to", to},
+                      {"delivered_gpu_hours", del / 3600.0},
+                      {"owed_gpu_hours", owe / 3600.0}});
+    }
+    out.push_back({{"path", s.tree.path(b)},
+                   {"name", s.tree.name(b)},
+                   {"owed_7d_gpu_hours", s.owed->Usage(b) / 3600.0},
+                   {"delivered_7d_gpu_hours", s.delivered->Usage(b) / 3600.0},
+                   {"daily", days}});
+  }
+  return nlohmann::json{{"budgets", out}};
+}
+
+nlohmann::json State::NodesJson() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  std::vector<std::vector<int64_t>> jobs_on(s.nodes.size());
+  for (int64_t id : s.running)
+    for (const SliceRt& sl : s.jobs.at(id).slices)
+      if (!sl.exited) jobs_on[sl.node].push_back(id);
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t n = 0; n < s.nodes.size(); ++n) {
+    const NodeRt& rt = s.node_rt[n];
+    const int64_t used = std::count(rt.used.begin(), rt.used.end(), 1);
+    out.push_back({{"name", rt.rec.name},
+                   {"gpus", rt.rec.gpus},
+                   {"block", rt.rec.block},
+                   {"labels", rt.rec.labels},
+                   {"state", rt.rec.state},
+                   {"drain_cause", rt.rec.drain_cause.empty() ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(rt.rec.drain_cause)},
+                   {"drain_reason", rt.rec.drain_reason},
+                   {"drain_deadline_at", Opt(rt.rec.drain_deadline_at)},
+                   {"last_heartbeat_at", rt.last_hb_ms / 1000},
+                   {"health_ok", rt.health_ok},
+                   {"health_detail", rt.health_detail},
+                   {"used_gpus", used},
+                   {"jobs", jobs_on[n]}});
+  }
+  return nlohmann::json{{"nodes", out}};
+}
+
+std::string State::MetricsText() {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  s.Account(s.NowS());
+  if (s.counts_dirty) s.Recount();
+  std::ostringstream o;
+  o << "# TYPE hourglass_queue_jobs gauge\n";
+  o << "hourglass_queue_jobs{funded=\"true\"} " << s.pending_funded.size() << "\n";
+  o << "hourglass_queue_jobs{funded=\"false\"} " << s.pending_unfunded.size() << "\n";
+  int64_t funded = 0, unfunded = 0;
+  for (int64_t id : s.running) {
+    const JobRt& j = s.jobs.at(id);
+    (j.rec.budget.empty() ? unfunded : funded) += j.rec.gpus;
+  }
+  o << "# TYPE hourglass_running_gpus gauge\n";
+  o << "hourglass_running_gpus{funded=\"true\"} " << funded << "\n";
+  o << "hourglass_running_gpus{funded=\"false\"} " << unfunded << "\n";
+  o << "# TYPE hourglass_capacity_gpus gauge\n";
+  o << "hourglass_capacity_gpus " << Num(s.capacity) << "\n";
+  o << "# TYPE hourglass_cycle_seconds summary\n";
+  std::vector<double> c(s.cycle_seconds.begin(), s.cycle_seconds.end());
+  std::sort(c.begin(), c.end());
+  for (double q : {0.5, 0.99}) {
+    const double v =
+        c.empty() ? 0.0
+                  : c[std::min(c.size() - 1,
+                               static_cast<size_t>(std::floor(q * static_cast<double>(c.size()))))];
+    o << "hourglass_cycle_seconds{quantile=\"" << q << "\"} " << Num(v) << "\n";
+  }
+  o << "hourglass_cycle_seconds_sum " << Num(s.cycle_seconds_sum) << "\n";
+  o << "hourglass_cycle_seconds_count " << s.cycle_count << "\n";
+  o << "# TYPE hourglass_preemptions_total counter\n";
+  for (const auto& [reason, n] : s.preemptions_total)
+    o << "hourglass_preemptions_total{reason=\"" << Escape(reason) << "\"} " << n << "\n";
+  o << "# TYPE hourglass_budget_owed_gpu_hours gauge\n";
+  for (BudgetId b : s.tree.Visible())
+    if (b != kRootBudget)
+      o << "hourglass_budget_owed_gpu_hours{budget=\"" << Escape(s.tree.path(b)) << "\"} "
+        << Num(s.owed->Usage(b) / 3600.0) << "\n";
+  o << "# TYPE hourglass_budget_delivered_gpu_hours gauge\n";
+  for (BudgetId b : s.tree.Visible())
+    if (b != kRootBudget)
+      o << "hourglass_budget_delivered_gpu_hours{budget=\"" << Escape(s.tree.path(b)) << "\"} "
+        << Num(s.delivered->Usage(b) / 3600.0) << "\n";
+  std::map<std::string, int> states{{"ready", 0}, {"draining", 0}, {"drained", 0}, {"lost", 0}};
+  for (const NodeRt& rt : s.node_rt) ++states[rt.rec.state];
+  o << "# TYPE hourglass_nodes gauge\n";
+  for (const auto& [st, n] : states) o << "hourglass_nodes{state=\"" << st << "\"} " << n << "\n";
+  o << "# TYPE hourglass_submissions_total counter\n";
+  o << "hourglass_submissions_total " << s.submissions_total << "\n";
+  return o.str();
+}
+
+}  // namespace hg::server
