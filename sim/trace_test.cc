@@ -91,5 +91,29 @@ TEST_F(TraceFiles, OptionsForAnotherFormatAndUnknownFormatsAreRefused) {
   EXPECT_NE(t.error().reason.find("philly"), std::string::npos);
 }
 
+TEST_F(TraceFiles, CsvThroughTheDispatchTakesTheMapClusterAndBudgets) {
+  TraceOptions opt;
+  opt.path = Write("sacct.txt",
+                   "JobID|Account|Submit|Elapsed|AllocTRES\n"
+                   "1|lab|2024-01-01T00:00:00|01:00:00|gres/gpu=2\n"
+                   "2|lab|2024-01-01T00:10:00|00:05:00|gres/gpu=1\n");
+  opt.map = "submit=Submit,duration=Elapsed,gpus=AllocTRES:gres/gpu,budget=Account";
+  opt.cluster = Write("cluster.csv", "name,gpus\nx,4\n");
+  opt.budgets = Write("budgets.toml", "[[budget]]\nname = \"lab\"\n");
+  auto t = LoadTrace(opt);
+  ASSERT_TRUE(t.has_value()) << t.error().ToString();
+  EXPECT_EQ(t->format, "csv");
+  EXPECT_EQ(t->scenario.nodes.size(), 1u);
+  EXPECT_EQ(t->scenario.budgets.size(), 1u);
+  EXPECT_EQ(t->scenario.jobs[1].spec.submit, Seconds(600));
+  EXPECT_NE(t->mapping.find("cluster (given): 1 nodes, 4 GPUs"), std::string::npos) << t->mapping;
+  // A bad cluster file is reported with its own name.
+  opt.cluster = Write("bad.csv", "name,gpus\nx,zero\n");
+  t = LoadTrace(opt);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.error().file, opt.cluster);
+  EXPECT_EQ(t.error().line, 2);
+}
+
 }  // namespace
 }  // namespace hg::sim
