@@ -232,7 +232,7 @@ std::vector<double> LinearTicks(double lo, double hi, int target) {
     step = m * mag;
     if (step >= raw) break;
   }
-  // Integer multiples of the step, so ticks print without drift (0.30000000000000004).
+  // Integer multiples of the step (no accumulated drift); labels round them (FormatTick).
   const double first = std::floor(lo / step + 1e-9);
   const double last = std::ceil(hi / step - 1e-9);
   std::vector<double> out;
