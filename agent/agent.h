@@ -1,0 +1,124 @@
+// The node agent daemon: registers the node with the server, heartbeats (running attempts, ended
+// attempts, health), carries out start and stop orders, and serves job logs on its own port.
+// docs/api.md ("Agents") is the protocol. Single-threaded loop (Step) plus the log service's
+// threads; the loop never blocks longer than one HTTP exchange (short timeouts).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "agent/clock.h"
+#include "agent/health.h"
+#include "agent/inventory.h"
+#include "agent/process.h"
+#include "core/error.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace hg::agent {
+
+struct AgentOptions {
+  std::string server_url;  // http://host:port
+  std::string token;       // the agent principal's bearer token
+  std::string node;
+  Inventory inventory;
+  std::string data_dir = ".";  // job logs under <data_dir>/logs
+  std::string health_cmd;      // empty: no health check
+  int64_t health_interval_ms = 60'000;
+  int64_t health_timeout_ms = 30'000;
+  int64_t heartbeat_ms = 0;  // 0: the server's heartbeat_s
+  std::string logs_listen = "127.0.0.1:0";
+  int64_t connect_timeout_ms = 1'000;
+  int64_t read_timeout_ms = 3'000;
+  int64_t retry_ms = 1'000;  // between registration attempts while the server is away
+  int64_t tick_ms = 20;      // the main loop's wait
+  bool kill_jobs_on_exit = false;
+};
+
+struct RunningEntry {
+  int64_t job = 0;
+  int64_t attempt = 0;
+  int64_t pid = 0;
+};
+
+class Agent {
+ public:
+  Agent(AgentOptions opt, Clock& clock);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Creates the log directory and binds the log service; returns its URL (also sent at
+  // registration). Call once before Step/Run.
+  Result<std::string> StartLogService();
+
+  // One pass of the loop: reap and escalate jobs, tick the health check, register or heartbeat
+  // when due and carry out the orders of the reply.
+  void Step();
+
+  // Step() every tick until `stop` becomes true; then Shutdown().
+  void Run(const std::atomic<bool>& stop);
+
+  // Stops the log service; with kill_jobs_on_exit, SIGKILLs every job's group. Jobs are
+  // otherwise left running (they belong to the node, not to this process).
+  void Shutdown();
+
+  // Thread-safe views for tests and logs.
+  bool registered() const;
+  std::vector<RunningEntry> Running() const;
+  size_t UnackedExits() const;
+  std::string logs_url() const { return logs_url_; }
+
+ private:
+  using Key = std::pair<int64_t, int64_t>;  // (job, attempt)
+  struct Reply {
+    int status = 0;  // 0: no answer (connection refused, timeout)
+    std::string body;
+    std::string error;
+  };
+
+  Reply Post(const std::string& path, const std::string& body);
+  void Register();
+  void Heartbeat();
+  void HandleOrder(const std::string& order_json);
+  void StartJob(const StartSpec& spec);
+  void RememberEnded(const Key& k);
+  void PublishSnapshot();
+  void NoteServerFailure(const std::string& what);
+
+  AgentOptions opt_;
+  Clock& clock_;
+  HealthChecker health_;
+  std::string log_dir_;
+  std::string logs_url_;
+
+  std::map<Key, std::unique_ptr<JobProcess>> jobs_;
+  std::vector<ExitReport> unacked_;  // oldest first, resent until a heartbeat reply comes back
+  std::set<Key> ended_;              // recent attempts that ended: a repeated start is a no-op
+  std::vector<Key> ended_order_;     // insertion order, to bound `ended_`
+  bool registered_ = false;
+  int64_t heartbeat_interval_ms_ = 1'000;
+  int64_t next_register_ms_ = 0;
+  int64_t next_heartbeat_ms_ = 0;
+  bool server_failing_ = false;  // log a failure streak once, not every tick
+
+  mutable std::mutex mu_;  // guards the snapshot below (read by other threads)
+  bool snap_registered_ = false;
+  std::vector<RunningEntry> snap_running_;
+  size_t snap_unacked_ = 0;
+
+  std::unique_ptr<httplib::Server> logs_server_;
+  std::thread logs_thread_;
+};
+
+}  // namespace hg::agent
