@@ -83,6 +83,8 @@ struct Registration {
   std::map<std::string, std::string> labels;
   std::string logs_url;
   std::vector<AttemptRef> running;
+  // The bearer token the agent used, kept in memory only: its log service asks for it.
+  std::string token;
 };
 
 struct Heartbeat {
@@ -91,6 +93,7 @@ struct Heartbeat {
   std::string health_detail;
   std::vector<AttemptRef> running;
   std::vector<ExitReport> exited;
+  std::string token;  // as in Registration
 };
 
 class State {
@@ -124,6 +127,7 @@ class State {
   // Where the logs of an attempt are: the agent's logs_url and node; attempt 0 = the latest.
   struct LogSource {
     std::string logs_url;
+    std::string token;  // the agent's, for its log service
     int32_t attempt = 0;
     bool done = false;
   };

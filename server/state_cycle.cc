@@ -447,6 +447,7 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
       if (node.state == NodeState::kLost) node.state = NodeState::kReady;
     }
     s.node_rt[n].last_hb_ms = s.clock.NowMs();
+    s.node_rt[n].agent_token = r.token;
     // Start orders of attempts the agent does not list go out again at its next heartbeat.
     std::set<AttemptRef> listed(r.running.begin(), r.running.end());
     for (int64_t id : s.running) {
@@ -478,6 +479,7 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
     const int64_t now = s.NowS();
     s.Account(now);
     rt.last_hb_ms = s.clock.NowMs();
+    if (!hb.token.empty()) rt.agent_token = hb.token;
     const int64_t seq = ++rt.hb_seq;
     if (s.nodes[n].state == NodeState::kLost) {
       if (auto ok = s.SetNodeState(n, NodeState::kReady, now); !ok)

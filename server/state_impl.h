@@ -60,6 +60,7 @@ struct NodeRt {
   int64_t hb_seq = 0;
   bool health_ok = true;
   std::string health_detail;
+  std::string agent_token;  // memory only (see Registration::token)
 };
 
 struct State::Impl {

@@ -147,6 +147,7 @@ Reply<State::LogSource> State::LogsOf(const store::PrincipalRecord& who, int64_t
   if (n == impl_->node_by_name.end()) return Refuse(404, "node", "no node holds these logs");
   LogSource src;
   src.logs_url = impl_->node_rt[n->second].rec.logs_url;
+  src.token = impl_->node_rt[n->second].agent_token;
   src.attempt = a;
   src.done = !(j.active() && a == j.rec.attempts);
   return src;

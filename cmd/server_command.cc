@@ -1,0 +1,110 @@
+#include "cmd/server_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "server/server.h"
+#include "sim/scenario_io.h"
+
+namespace hg::cmd {
+namespace {
+
+struct Args {
+  std::string data;
+  std::string listen = "127.0.0.1:8080";
+  std::string port_file;
+  std::string policy = "hourglass";
+  int64_t interval_ms = 1000;
+  int64_t lost_after_s = 10;
+  int64_t heartbeat_s = 1;
+  std::string budgets;
+};
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "hourglass server: %s\n", what.c_str());
+  return 2;
+}
+
+int Run(const Args& a) {
+  server::ServerOptions o;
+  o.data_dir = a.data;
+  const size_t colon = a.listen.rfind(':');
+  if (colon == std::string::npos) return Fail("--listen: '" + a.listen + "' is not HOST:PORT");
+  o.host = a.listen.substr(0, colon);
+  try {
+    size_t used = 0;
+    o.port = std::stoi(a.listen.substr(colon + 1), &used);
+    if (used != a.listen.size() - colon - 1 || o.port < 0 || o.port > 65535) throw 0;
+  } catch (...) {
+    return Fail("--listen: '" + a.listen + "' has no valid port");
+  }
+  o.policy = a.policy;
+  o.interval_ms = a.interval_ms;
+  o.lost_after_s = a.lost_after_s;
+  o.heartbeat_s = a.heartbeat_s;
+  if (!a.budgets.empty()) {
+    auto b = sim::ReadBudgets(a.budgets);
+    if (!b) return Fail(b.error().ToString());
+    o.budgets = std::move(*b);
+  }
+  // Signals are taken by sigwait below, not by whichever thread happens to run: block them
+  // before any thread starts (threads inherit the mask).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  server::Server srv(o);
+  if (auto ok = srv.Start(); !ok) return Fail(ok.error().ToString());
+  if (!srv.NewAdminToken().empty())
+    std::printf("admin token (shown once, also in %s): %s\n", srv.AdminTokenFile().c_str(),
+                srv.NewAdminToken().c_str());
+  std::printf("hourglass server listening on http://%s:%d (data in %s)\n", o.host.c_str(),
+              srv.Port(), o.data_dir.c_str());
+  std::fflush(stdout);
+  if (!a.port_file.empty()) {
+    // Written whole, then renamed: a reader never sees a half-written port.
+    const std::string tmp = a.port_file + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::trunc);
+      f << srv.Port() << "\n";
+      if (!f) return Fail("--port-file: cannot write " + tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, a.port_file, ec);
+    if (ec) return Fail("--port-file: cannot write " + a.port_file);
+  }
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::printf("hourglass server: signal %d, shutting down\n", sig);
+  std::fflush(stdout);
+  srv.Stop();
+  return 0;
+}
+
+}  // namespace
+
+void AddServerCommand(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("server", "run the control plane (HTTP API + scheduler)");
+  cmd->add_option("--data", args->data, "data directory (SQLite store, admin.token)")->required();
+  cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)");
+  cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
+  cmd->add_option("--policy", args->policy, "scheduling policy (default hourglass)");
+  cmd->add_option("--interval-ms", args->interval_ms, "scheduling interval in ms (default 1000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
+  cmd->add_option("--lost-after-s", args->lost_after_s,
+                  "a node without heartbeat this long is lost (default 10)")
+      ->check(CLI::Range(int64_t{1}, int64_t{86400}));
+  cmd->add_option("--heartbeat-s", args->heartbeat_s, "heartbeat period agents are told (1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600}));
+  cmd->add_option("--budgets", args->budgets, "budget tree TOML, imported on first start only");
+  cmd->callback([args, &exit_code] { exit_code = Run(*args); });
+}
+
+}  // namespace hg::cmd

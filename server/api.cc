@@ -1,0 +1,438 @@
+#include "server/api.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+#include "server/auth.h"
+#include "server/json_check.h"
+
+namespace hg::server {
+namespace {
+
+using nlohmann::json;
+
+struct Out {
+  int status = 200;
+  json body;
+  bool is_text = false;
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+enum class Access { kPublic, kUser, kAdmin, kAgent };
+
+struct Ctx {
+  const httplib::Request& req;
+  store::PrincipalRecord who;
+  json body;
+};
+
+using Handler = std::function<Reply<Out>(Ctx&)>;
+
+std::string ErrorBody(const std::string& field, const std::string& reason) {
+  return json{{"error", {{"field", field}, {"reason", reason}}}}.dump();
+}
+
+void SendError(httplib::Response& res, const Refusal& r) {
+  res.status = r.status;
+  res.set_content(ErrorBody(r.field, r.reason), "application/json");
+}
+
+Out Json(json body, int status = 200) {
+  Out o;
+  o.status = status;
+  o.body = std::move(body);
+  return o;
+}
+
+// Wraps a handler: authentication, the role's reach, the JSON body, errors as JSON.
+httplib::Server::Handler Wrap(State& state, Access access, Handler h) {
+  return [&state, access, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    Ctx ctx{req, {}, json::object()};
+    if (access != Access::kPublic) {
+      const std::string header = req.get_header_value("Authorization");
+      const auto token = BearerToken(header);
+      if (!token || !IsWellFormedToken(*token))
+        return SendError(res, {401, "authorization", "a bearer token is required"});
+      auto who = state.Authenticate(std::string(*token));
+      if (!who) return SendError(res, {503, "store", who.error().ToString()});
+      if (!*who) return SendError(res, {401, "authorization", "unknown token"});
+      ctx.who = **who;
+      if (access == Access::kAgent && !CanActAsAgent(ctx.who))
+        return SendError(res, {403, "authorization", "only agents may call /v1/agents/*"});
+      if (access != Access::kAgent && ctx.who.role == kRoleAgent)
+        return SendError(res, {403, "authorization", "agent tokens may only call /v1/agents/*"});
+      if (access == Access::kAdmin && !IsAdmin(ctx.who))
+        return SendError(res, {403, "authorization", "only admins may do this"});
+    }
+    if (req.method == "POST" || req.method == "PATCH") {
+      if (!req.body.empty()) {
+        try {
+          ctx.body = json::parse(req.body);
+        } catch (const json::exception& e) {
+          return SendError(res, {400, "body", std::string("invalid JSON: ") + e.what()});
+        }
+        if (!ctx.body.is_object()) return SendError(res, {400, "body", "must be a JSON object"});
+      }
+    }
+    Reply<Out> out = [&]() -> Reply<Out> {
+      try {
+        return h(ctx);
+      } catch (const std::exception& e) {
+        // A library surprise (json access on a shape we did not check): a bug, not the user's.
+        spdlog::error("{} {}: {}", req.method, req.path, e.what());
+        return Refuse(500, "server", std::string("internal error: ") + e.what());
+      }
+    }();
+    if (!out) return SendError(res, out.error());
+    res.status = out->status;
+    for (const auto& [k, v] : out->headers) res.set_header(k, v);
+    if (out->is_text)
+      res.set_content(out->text, "text/plain");
+    else
+      res.set_content(out->body.dump(), "application/json");
+  };
+}
+
+std::optional<int64_t> ParseInt(const std::string& s) {
+  int64_t v = 0;
+  const auto* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || p != end || s.empty()) return std::nullopt;
+  return v;
+}
+
+Reply<int64_t> PathId(const httplib::Request& req) {
+  auto id = ParseInt(req.matches[1]);
+  if (!id || *id <= 0) return Refuse(400, "id", "must be a positive integer");
+  return *id;
+}
+
+Reply<int64_t> QueryInt(const httplib::Request& req, const std::string& key, int64_t dflt,
+                        int64_t lo, int64_t hi) {
+  if (!req.has_param(key)) return dflt;
+  auto v = ParseInt(req.get_param_value(key));
+  if (!v || *v < lo || *v > hi)
+    return Refuse(400, key,
+                  "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return *v;
+}
+
+// --- jobs -----------------------------------------------------------------------------------
+
+Reply<Out> SubmitJob(State& state, Ctx& c) {
+  JsonCheck k(c.body);
+  store::JobRecord j;
+  j.name = k.Str("name", false, true).value_or("job");
+  if (k.Has("budget") && !k.IsNull("budget"))
+    j.budget = k.Str("budget", false, true).value_or("");
+  else
+    k.Str("budget", false);
+  j.gpus = static_cast<int32_t>(k.Int("gpus", true, 1, 1 << 20).value_or(1));
+  j.gpus_per_node = static_cast<int32_t>(k.Int("gpus_per_node", false, 0, 1 << 20).value_or(0));
+  j.job_class = k.Str("class", false, true).value_or("batch");
+  j.min_runtime_s = k.Int("min_runtime_s", false, 0, int64_t{1} << 40).value_or(0);
+  j.max_runtime_s = k.Int("max_runtime_s", false, 1, int64_t{1} << 40);
+  j.resumable = k.Bool("resumable", false).value_or(false);
+  j.grace_s = k.Int("grace_s", false, 0, int64_t{1} << 40).value_or(120);
+  j.priority = static_cast<int32_t>(k.Int("priority", false, -1000000, 1000000).value_or(0));
+  j.command = k.StrList("command", true, false, 1).value_or(std::vector<std::string>{});
+  j.env = k.StrMap("env").value_or(std::map<std::string, std::string>{});
+  j.cwd = k.Str("cwd", false).value_or("/tmp");
+  k.Done();
+  if (!k.ok()) return tl::unexpected(*k.error());
+  auto id = state.Submit(c.who, std::move(j));
+  if (!id) return tl::unexpected(id.error());
+  return Json({{"id", *id}, {"state", "pending"}}, 201);
+}
+
+// --- budgets ----------------------------------------------------------------------------------
+
+Reply<BudgetChange> ReadBudgetChange(Ctx& c, bool create, std::string* name) {
+  JsonCheck k(c.body);
+  BudgetChange ch;
+  if (create) {
+    *name = k.Str("name", true, true).value_or("");
+    if (k.Has("parent") && !k.IsNull("parent"))
+      ch.parent = k.Str("parent", false, true);
+    else
+      k.Str("parent", false);
+  }
+  ch.share = k.Number("share", create);
+  if (ch.share && *ch.share <= 0) k.Fail("share", "must be greater than 0");
+  if (k.Has("limit")) {
+    ch.set_limit = true;
+    if (!k.IsNull("limit")) {
+      if (auto v = k.Int("limit", true, 0, 1 << 30)) ch.limit = static_cast<int32_t>(*v);
+    } else
+      k.Str("limit", false);
+  }
+  ch.leads = k.StrList("leads", false, true);
+  ch.members = k.StrList("members", false, true);
+  k.Done();
+  if (!k.ok()) return tl::unexpected(*k.error());
+  return ch;
+}
+
+// --- agents -----------------------------------------------------------------------------------
+
+std::vector<AttemptRef> ReadRunning(JsonCheck& k) {
+  std::vector<AttemptRef> out;
+  const json* list = k.Raw("running", "array");
+  if (!list) return out;
+  for (size_t i = 0; i < list->size() && k.ok(); ++i) {
+    JsonCheck e((*list)[i], "running[" + std::to_string(i) + "].");
+    AttemptRef a;
+    a.job = e.Int("job", true, 1, INT64_MAX).value_or(0);
+    a.attempt = static_cast<int32_t>(e.Int("attempt", true, 1, 1 << 30).value_or(0));
+    e.Int("pid", false, 0, INT64_MAX);
+    e.Done();
+    if (!e.ok()) k.Fail(e.error()->field, e.error()->reason);
+    out.push_back(a);
+  }
+  return out;
+}
+
+Reply<Out> RegisterAgent(State& state, Ctx& c) {
+  JsonCheck k(c.body);
+  Registration r;
+  r.node = k.Str("node", true, true).value_or("");
+  r.gpus = static_cast<int32_t>(k.Int("gpus", true, 0, 1024).value_or(0));
+  r.labels = k.StrMap("labels").value_or(std::map<std::string, std::string>{});
+  k.Str("gpu_source", false);
+  r.logs_url = k.Str("logs_url", false).value_or("");
+  r.running = ReadRunning(k);
+  k.Done();
+  if (!k.ok()) return tl::unexpected(*k.error());
+  r.token = std::string(BearerToken(c.req.get_header_value("Authorization")).value_or(""));
+  auto out = state.Register(r);
+  if (!out) return tl::unexpected(out.error());
+  return Json(*out);
+}
+
+Reply<Out> AgentHeartbeat(State& state, Ctx& c) {
+  JsonCheck k(c.body);
+  Heartbeat hb;
+  hb.node = k.Str("node", true, true).value_or("");
+  if (const json* h = k.Raw("health", "object")) {
+    JsonCheck hc(*h, "health.");
+    hb.health_ok = hc.Bool("ok", true).value_or(true);
+    hb.health_detail = hc.Str("detail", false).value_or("");
+    hc.Done();
+    if (!hc.ok()) k.Fail(hc.error()->field, hc.error()->reason);
+  }
+  hb.running = ReadRunning(k);
+  if (const json* list = k.Raw("exited", "array")) {
+    for (size_t i = 0; i < list->size() && k.ok(); ++i) {
+      JsonCheck e((*list)[i], "exited[" + std::to_string(i) + "].");
+      ExitReport x;
+      x.job = e.Int("job", true, 1, INT64_MAX).value_or(0);
+      x.attempt = static_cast<int32_t>(e.Int("attempt", true, 1, 1 << 30).value_or(0));
+      if (auto v = e.Int("exit_code", false, -1000, 1000)) x.exit_code = static_cast<int32_t>(*v);
+      if (auto v = e.Int("signal", false, 0, 1000)) x.signal = static_cast<int32_t>(*v);
+      x.how = e.Str("how", false).value_or("exited");
+      e.Int("at", false, 0, INT64_MAX);
+      e.Done();
+      if (!e.ok()) k.Fail(e.error()->field, e.error()->reason);
+      hb.exited.push_back(x);
+    }
+  }
+  k.Done();
+  if (!k.ok()) return tl::unexpected(*k.error());
+  hb.token = std::string(BearerToken(c.req.get_header_value("Authorization")).value_or(""));
+  auto out = state.OnHeartbeat(hb);
+  if (!out) return tl::unexpected(out.error());
+  return Json(*out);
+}
+
+// --- logs -------------------------------------------------------------------------------------
+
+Reply<Out> JobLogs(State& state, Ctx& c) {
+  auto id = PathId(c.req);
+  if (!id) return tl::unexpected(id.error());
+  const std::string stream =
+      c.req.has_param("stream") ? c.req.get_param_value("stream") : std::string("stdout");
+  if (stream != "stdout" && stream != "stderr")
+    return Refuse(400, "stream", "must be stdout or stderr");
+  auto attempt = QueryInt(c.req, "attempt", 0, 0, 1 << 30);
+  if (!attempt) return tl::unexpected(attempt.error());
+  auto offset = QueryInt(c.req, "offset", 0, 0, INT64_MAX);
+  if (!offset) return tl::unexpected(offset.error());
+  auto src = state.LogsOf(c.who, *id, static_cast<int32_t>(*attempt));
+  if (!src) return tl::unexpected(src.error());
+  if (src->logs_url.empty()) return Refuse(404, "logs", "the agent has no log service");
+  httplib::Client cli(src->logs_url);
+  cli.set_connection_timeout(2, 0);
+  cli.set_read_timeout(10, 0);
+  if (!src->token.empty()) cli.set_bearer_token_auth(src->token);
+  const std::string path = "/logs/" + std::to_string(*id) + "/" + std::to_string(src->attempt) +
+                           "/" + stream + "?offset=" + std::to_string(*offset);
+  auto res = cli.Get(path);
+  if (!res) return Refuse(502, "logs", "the agent at " + src->logs_url + " did not answer");
+  if (res->status != 200) {
+    Refusal r{res->status == 404 ? 404 : 502, "logs",
+              "the agent answered " + std::to_string(res->status)};
+    try {
+      const auto e = json::parse(res->body);
+      r.reason = e.at("error").at("reason").get<std::string>();
+    } catch (const std::exception&) {
+    }
+    return tl::unexpected(r);
+  }
+  Out o;
+  o.is_text = true;
+  o.text = res->body;
+  const std::string next = res->has_header("X-Hourglass-Offset")
+                               ? res->get_header_value("X-Hourglass-Offset")
+                               : std::to_string(*offset + static_cast<int64_t>(res->body.size()));
+  o.headers.push_back({"X-Hourglass-Offset", next});
+  o.headers.push_back({"X-Hourglass-Done", src->done ? "true" : "false"});
+  return o;
+}
+
+Reply<Out> Lift(Reply<json> r) {
+  if (!r) return tl::unexpected(r.error());
+  return Json(std::move(*r));
+}
+
+Reply<void> EmptyBody(Ctx& c) {
+  JsonCheck k(c.body);
+  k.Done();
+  if (!k.ok()) return tl::unexpected(*k.error());
+  return {};
+}
+
+}  // namespace
+
+void InstallRoutes(httplib::Server& svr, State& state) {
+  svr.set_payload_max_length(kMaxBodyBytes);
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413)
+      res.set_content(ErrorBody("body", "larger than 1 MiB"), "application/json");
+    else if (res.status == 404)
+      res.set_content(ErrorBody("path", "no such endpoint"), "application/json");
+    else
+      res.set_content(ErrorBody("request", "refused (" + std::to_string(res.status) + ")"),
+                      "application/json");
+  });
+  State* st = &state;
+
+  svr.Get("/healthz", Wrap(state, Access::kPublic, [](Ctx&) -> Reply<Out> {
+            return Json({{"ok", true}, {"version", "0.1.0"}});
+          }));
+  svr.Get("/metrics", Wrap(state, Access::kPublic, [st](Ctx&) -> Reply<Out> {
+            Out o;
+            o.is_text = true;
+            o.text = st->MetricsText();
+            return o;
+          }));
+
+  // Principals.
+  svr.Get("/v1/whoami", Wrap(state, Access::kUser,
+                             [st](Ctx& c) -> Reply<Out> { return Json(st->WhoAmI(c.who)); }));
+  svr.Get("/v1/principals", Wrap(state, Access::kAdmin,
+                                 [st](Ctx&) -> Reply<Out> { return Lift(st->PrincipalsJson()); }));
+  svr.Post("/v1/principals", Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
+             JsonCheck k(c.body);
+             const auto name = k.Str("name", true, true).value_or("");
+             const auto role = k.Str("role", true).value_or("");
+             k.Done();
+             if (!k.ok()) return tl::unexpected(*k.error());
+             auto token = st->CreatePrincipal(name, role);
+             if (!token) return tl::unexpected(token.error());
+             return Json({{"name", name}, {"role", role}, {"token", *token}}, 201);
+           }));
+  svr.Post(R"(/v1/principals/([A-Za-z0-9._-]+)/tokens)",
+           Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
+             if (auto ok = EmptyBody(c); !ok) return tl::unexpected(ok.error());
+             const std::string name = c.req.matches[1];
+             auto token = st->NewTokenFor(name);
+             if (!token) return tl::unexpected(token.error());
+             return Json({{"name", name}, {"token", *token}}, 201);
+           }));
+
+  // Budgets.
+  svr.Get("/v1/budgets",
+          Wrap(state, Access::kUser, [st](Ctx&) -> Reply<Out> { return Json(st->BudgetsJson()); }));
+  svr.Post("/v1/budgets", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+             std::string name;
+             auto ch = ReadBudgetChange(c, true, &name);
+             if (!ch) return tl::unexpected(ch.error());
+             auto out = st->CreateBudget(c.who, name, *ch);
+             if (!out) return tl::unexpected(out.error());
+             return Json(*out, 201);
+           }));
+  svr.Patch(R"(/v1/budgets/([A-Za-z0-9._-]+))",
+            Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+              auto ch = ReadBudgetChange(c, false, nullptr);
+              if (!ch) return tl::unexpected(ch.error());
+              return Lift(st->PatchBudget(c.who, c.req.matches[1], *ch));
+            }));
+  svr.Delete(R"(/v1/budgets/([A-Za-z0-9._-]+))",
+             Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+               return Lift(st->DeleteBudget(c.who, c.req.matches[1]));
+             }));
+  svr.Get("/v1/audit", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+            return Lift(st->AuditJson(c.req.get_param_value("budget")));
+          }));
+  svr.Get("/v1/usage", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+            return Lift(st->UsageJson(c.req.get_param_value("budget")));
+          }));
+
+  // Jobs.
+  svr.Post("/v1/jobs", Wrap(state, Access::kUser, [st](Ctx& c) { return SubmitJob(*st, c); }));
+  svr.Get("/v1/jobs", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+            const std::string s = c.req.get_param_value("state");
+            if (!s.empty() && s != "pending" && s != "running" && s != "done" && s != "all")
+              return Refuse(400, "state", "must be pending, running, done or all");
+            auto limit = QueryInt(c.req, "limit", 0, 0, 1000000);
+            if (!limit) return tl::unexpected(limit.error());
+            return Lift(st->JobsJson(c.who, s, c.req.get_param_value("user"), *limit));
+          }));
+  svr.Get(R"(/v1/jobs/(\d+))", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+            auto id = PathId(c.req);
+            if (!id) return tl::unexpected(id.error());
+            return Lift(st->JobJson(c.who, *id));
+          }));
+  svr.Get(R"(/v1/jobs/(\d+)/events)", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+            auto id = PathId(c.req);
+            if (!id) return tl::unexpected(id.error());
+            return Lift(st->JobEventsJson(c.who, *id));
+          }));
+  svr.Post(R"(/v1/jobs/(\d+)/cancel)", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+             if (auto ok = EmptyBody(c); !ok) return tl::unexpected(ok.error());
+             auto id = PathId(c.req);
+             if (!id) return tl::unexpected(id.error());
+             return Lift(st->Cancel(c.who, *id));
+           }));
+  svr.Get(R"(/v1/jobs/(\d+)/logs)",
+          Wrap(state, Access::kUser, [st](Ctx& c) { return JobLogs(*st, c); }));
+
+  // Nodes.
+  svr.Get("/v1/nodes",
+          Wrap(state, Access::kUser, [st](Ctx&) -> Reply<Out> { return Json(st->NodesJson()); }));
+  svr.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/drain)",
+           Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
+             JsonCheck k(c.body);
+             const auto reason = k.Str("reason", false).value_or("operator drain");
+             const auto deadline = k.Int("deadline_at", false, 0, int64_t{1} << 40);
+             k.Done();
+             if (!k.ok()) return tl::unexpected(*k.error());
+             return Lift(st->Drain(c.req.matches[1], reason, deadline));
+           }));
+  svr.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/undrain)",
+           Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
+             if (auto ok = EmptyBody(c); !ok) return tl::unexpected(ok.error());
+             return Lift(st->Undrain(c.req.matches[1]));
+           }));
+
+  // Agents.
+  svr.Post("/v1/agents/register",
+           Wrap(state, Access::kAgent, [st](Ctx& c) { return RegisterAgent(*st, c); }));
+  svr.Post("/v1/agents/heartbeat",
+           Wrap(state, Access::kAgent, [st](Ctx& c) { return AgentHeartbeat(*st, c); }));
+}
+
+}  // namespace hg::server

@@ -1,0 +1,226 @@
+// Scheduling through the API: real HTTP, real SQLite, fake agents speaking the real protocol.
+#include <gtest/gtest.h>
+
+#include "server/test_harness.h"
+
+namespace hg::server::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Cluster {
+  Harness h;
+  std::string agent, alice;
+  std::unique_ptr<FakeAgent> n1, n2;
+
+  Cluster() {
+    agent = h.Principal("agent1", "agent");
+    alice = h.Principal("alice", "user");
+    EXPECT_EQ(
+        h.Post("/v1/budgets", h.admin(), {{"name", "team"}, {"share", 1.0}, {"members", {"alice"}}})
+            .status,
+        201);
+    n1 = std::make_unique<FakeAgent>(h, agent, "n1", 4);
+    n2 = std::make_unique<FakeAgent>(h, agent, "n2", 4);
+    EXPECT_EQ(n1->Register().status, 200);
+    EXPECT_EQ(n2->Register().status, 200);
+  }
+  int64_t Submit(const json& body) {
+    Resp r = h.Post("/v1/jobs", alice, body);
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  }
+  json Job(int64_t id) { return h.Get("/v1/jobs/" + std::to_string(id), alice).body; }
+  // Heartbeats from both nodes until `cond` holds.
+  bool BeatUntil(const std::function<bool()>& cond) {
+    return Eventually([&] {
+      n1->Beat();
+      n2->Beat();
+      return cond();
+    });
+  }
+};
+
+TEST(Scheduling, GangStartsOnTwoNodesWithRanks) {
+  Cluster c;
+  const int64_t id =
+      c.Submit({{"name", "gang"}, {"gpus", 8}, {"gpus_per_node", 4}, {"command", {"true"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(id) && c.n2->Runs(id); }));
+  const json a = *c.n1->StartOrderOf(id), b = *c.n2->StartOrderOf(id);
+  EXPECT_EQ(a["num_nodes"], 2);
+  EXPECT_EQ(b["num_nodes"], 2);
+  EXPECT_EQ(std::set<int>({a["rank"].get<int>(), b["rank"].get<int>()}), std::set<int>({0, 1}));
+  EXPECT_EQ(a["master_addr"], b["master_addr"]);
+  EXPECT_EQ(a["master_port"], 29500 + id % 1000);
+  EXPECT_EQ(a["gpus"], json({0, 1, 2, 3}));
+  EXPECT_EQ(a["attempt"], 1);
+  EXPECT_EQ(c.Job(id)["state"], "running");
+  // Both parts exit 0: the job succeeded and its GPUs are free.
+  c.n1->Exit(id, 0, std::nullopt);
+  c.n2->Exit(id, 0, std::nullopt);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(id)["state"] == "succeeded"; }));
+  EXPECT_EQ(c.Job(id)["exit_code"], 0);
+  const json nodes = c.h.Get("/v1/nodes", c.alice).body["nodes"];
+  EXPECT_EQ(nodes[0]["used_gpus"], 0);
+  EXPECT_EQ(nodes[1]["used_gpus"], 0);
+}
+
+TEST(Scheduling, FundedPreemptsUnfundedWhichIsRequeuedAsAttempt2) {
+  Cluster c;
+  const int64_t u = c.Submit({{"name", "scavenger"},
+                              {"gpus", 8},
+                              {"resumable", true},
+                              {"grace_s", 7},
+                              {"command", {"sleep", "1000"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(u) && c.n2->Runs(u); }));
+  EXPECT_EQ(c.Job(u)["budget"], nullptr);
+  // Funded work arrives: the unfunded job gets stop orders with its grace period and a reason.
+  const int64_t f =
+      c.Submit({{"name", "funded"}, {"budget", "team"}, {"gpus", 4}, {"command", {"train"}}});
+  auto stop_seen = [&](FakeAgent& a) {
+    for (const auto& o : a.orders())
+      if (o["type"] == "stop" && o["job"] == u) return true;
+    return false;
+  };
+  ASSERT_TRUE(c.BeatUntil([&] { return stop_seen(*c.n1) && stop_seen(*c.n2); }));
+  for (const auto& o : c.n1->orders())
+    if (o["type"] == "stop") {
+      EXPECT_EQ(o["grace_s"], 7);
+    }
+  json ju = c.Job(u);
+  EXPECT_EQ(ju["state"], "stopping");
+  EXPECT_NE(ju["reason"].get<std::string>().find("funded job " + std::to_string(f)),
+            std::string::npos)
+      << ju["reason"];
+  EXPECT_EQ(c.Job(f)["state"], "pending");
+  // The victim leaves (SIGTERM): requeued, keeping its submission time; the funded job starts.
+  c.n1->Exit(u, std::nullopt, 15);
+  c.n2->Exit(u, std::nullopt, 15);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(f)["state"] == "running"; }));
+  ju = c.Job(u);
+  EXPECT_EQ(ju["state"], "pending");
+  EXPECT_EQ(ju["attempts"], 1);
+  EXPECT_EQ(ju["queued_since"], ju["submitted_at"]);
+  // The funded job ends; the requeued one comes back as attempt 2.
+  FakeAgent& fn = c.n1->Runs(f) ? *c.n1 : *c.n2;
+  fn.Exit(f, 0, std::nullopt);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(u) && c.n2->Runs(u); }));
+  EXPECT_EQ((*c.n1->StartOrderOf(u))["attempt"], 2);
+  EXPECT_EQ(c.Job(u)["attempts"], 2);
+  const json ev = c.h.Get("/v1/jobs/" + std::to_string(u) + "/events", c.alice).body["events"];
+  std::vector<std::string> kinds;
+  for (const auto& e : ev) kinds.push_back(e["kind"]);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"submitted", "started", "preempting", "requeued",
+                                             "started"}));
+  // The preemption is counted in the metrics.
+  const std::string m = c.h.Get("/metrics", "").text;
+  EXPECT_NE(m.find("hourglass_preemptions_total{reason=\"preempt_for_funded\"} 1"),
+            std::string::npos)
+      << m;
+}
+
+TEST(Scheduling, NonResumableVictimEndsPreemptedAndCancelStopsWithGrace) {
+  Cluster c;
+  const int64_t u = c.Submit({{"gpus", 4}, {"gpus_per_node", 4}, {"command", {"x"}}});
+  const int64_t v = c.Submit({{"gpus", 4}, {"gpus_per_node", 4}, {"command", {"x"}}});
+  ASSERT_TRUE(c.BeatUntil(
+      [&] { return (c.n1->Runs(u) || c.n2->Runs(u)) && (c.n1->Runs(v) || c.n2->Runs(v)); }));
+  // Cancel v: a stop order, then "cancelled" once the agent reports the exit.
+  ASSERT_EQ(c.h.Post("/v1/jobs/" + std::to_string(v) + "/cancel", c.alice, json::object()).status,
+            200);
+  FakeAgent& vn = c.n1->Runs(v) ? *c.n1 : *c.n2;
+  ASSERT_TRUE(c.BeatUntil([&] {
+    for (const auto& o : vn.orders())
+      if (o["type"] == "stop" && o["job"] == v) return true;
+    return false;
+  }));
+  vn.Exit(v, std::nullopt, 15);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(v)["state"] == "cancelled"; }));
+  // Funded work takes u's node: u is not resumable, so it ends preempted.
+  const int64_t f =
+      c.Submit({{"budget", "team"}, {"gpus", 8}, {"gpus_per_node", 4}, {"command", {"y"}}});
+  FakeAgent& un = c.n1->Runs(u) ? *c.n1 : *c.n2;
+  ASSERT_TRUE(c.BeatUntil([&] {
+    for (const auto& o : un.orders())
+      if (o["type"] == "stop" && o["job"] == u) return true;
+    return false;
+  }));
+  un.Exit(u, std::nullopt, 15);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(u)["state"] == "preempted"; }));
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(f)["state"] == "running"; }));
+  // Cancelling an ended job is refused and changes nothing.
+  const Resp again = c.h.Post("/v1/jobs/" + std::to_string(u) + "/cancel", c.alice, json::object());
+  EXPECT_EQ(again.status, 409);
+  EXPECT_EQ(c.Job(u)["state"], "preempted");
+}
+
+TEST(Scheduling, HealthDrainStopsUnfundedAndUndrainRestores) {
+  Cluster c;
+  const int64_t u = c.Submit({{"gpus", 4}, {"gpus_per_node", 4}, {"command", {"x"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(u) || c.n2->Runs(u); }));
+  FakeAgent& un = c.n1->Runs(u) ? *c.n1 : *c.n2;
+  const std::string node = &un == c.n1.get() ? "n1" : "n2";
+  un.Beat(false);  // the health check fails
+  auto node_state = [&] {
+    const json nodes = c.h.Get("/v1/nodes", c.alice).body["nodes"];
+    for (const auto& n : nodes)
+      if (n["name"] == node) return n["state"].get<std::string>();
+    return std::string();
+  };
+  EXPECT_EQ(node_state(), "draining");
+  ASSERT_TRUE(Eventually([&] {
+    un.Beat(false);
+    for (const auto& o : un.orders())
+      if (o["type"] == "stop" && o["job"] == u) return true;
+    return false;
+  }));
+  un.Exit(u, std::nullopt, 15);
+  ASSERT_TRUE(Eventually([&] {
+    un.Beat(false);
+    return node_state() == "drained";
+  }));
+  // Only an admin may undrain; then the node takes work again.
+  EXPECT_EQ(c.h.Post("/v1/nodes/" + node + "/undrain", c.alice, json::object()).status, 403);
+  EXPECT_EQ(c.h.Post("/v1/nodes/" + node + "/undrain", c.h.admin(), json::object()).status, 200);
+  EXPECT_EQ(node_state(), "ready");
+}
+
+TEST(Scheduling, SilentNodeIsLostAndItsResumableJobRequeued) {
+  ServerOptions o;
+  o.lost_after_s = 1;
+  Harness h(o);
+  const std::string agent = h.Principal("agent1", "agent");
+  const std::string alice = h.Principal("alice", "user");
+  FakeAgent a(h, agent, "n1", 4), b(h, agent, "n2", 4);
+  ASSERT_EQ(a.Register().status, 200);
+  ASSERT_EQ(b.Register().status, 200);
+  const Resp r =
+      h.Post("/v1/jobs", alice,
+             {{"gpus", 4}, {"gpus_per_node", 4}, {"resumable", true}, {"command", {"x"}}});
+  ASSERT_EQ(r.status, 201);
+  const int64_t id = r.body["id"];
+  ASSERT_TRUE(Eventually([&] {
+    a.Beat();
+    b.Beat();
+    return a.Runs(id) || b.Runs(id);
+  }));
+  FakeAgent& dead = a.Runs(id) ? a : b;
+  FakeAgent& alive = a.Runs(id) ? b : a;
+  // Only the other node keeps beating: the silent one turns lost, the job runs again there.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        alive.Beat();
+        return alive.Runs(id);
+      },
+      8000));
+  EXPECT_EQ((*alive.StartOrderOf(id))["attempt"], 2);
+  bool lost = false;
+  const json nodes = h.Get("/v1/nodes", alice).body["nodes"];
+  for (const auto& n : nodes)
+    if (n["state"] == "lost") lost = true;
+  EXPECT_TRUE(lost);
+  (void)dead;
+}
+
+}  // namespace
+}  // namespace hg::server::testing

@@ -1,0 +1,88 @@
+#include "server/server.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "server/api.h"
+
+namespace hg::server {
+namespace {
+
+// Writes the token readable by its owner only (created 0600, never wider).
+Result<void> WriteSecret(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Fail(path, "cannot create the file");
+  const std::string line = text + "\n";
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                  ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return Fail(path, "cannot write the file");
+  return {};
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options) : opt_(std::move(options)) {}
+
+Server::~Server() { Stop(); }
+
+Result<void> Server::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(opt_.data_dir, ec);
+  if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());
+  auto st = store::OpenSqliteStore(opt_.data_dir + "/hourglass.db");
+  if (!st) return tl::unexpected(st.error());
+  store_ = std::move(*st);
+  StateOptions so;
+  so.policy = opt_.policy;
+  so.heartbeat_s = opt_.heartbeat_s;
+  so.lost_after_s = opt_.lost_after_s;
+  so.initial_budgets = opt_.budgets;
+  auto state = State::Open(*store_, clock_, so);
+  if (!state) return tl::unexpected(state.error());
+  state_ = std::move(*state);
+  auto admin = state_->EnsureAdmin();
+  if (!admin) return tl::unexpected(admin.error());
+  if (*admin) {
+    new_admin_token_ = **admin;
+    if (auto ok = WriteSecret(AdminTokenFile(), new_admin_token_); !ok) return ok;
+  }
+  scheduler_ = std::make_unique<Scheduler>(*state_, clock_, opt_.interval_ms);
+  Scheduler* sched = scheduler_.get();
+  state_->SetOnChange([sched] { sched->Notify(); });
+
+  http_ = std::make_unique<httplib::Server>();
+  const int threads = opt_.threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_keep_alive_max_count(100);
+  http_->set_read_timeout(10, 0);
+  http_->set_write_timeout(10, 0);
+  InstallRoutes(*http_, *state_);
+  if (opt_.port == 0) {
+    port_ = http_->bind_to_any_port(opt_.host);
+    if (port_ <= 0) return Fail("--listen", "cannot bind " + opt_.host);
+  } else {
+    if (!http_->bind_to_port(opt_.host, opt_.port))
+      return Fail("--listen", "cannot bind " + opt_.host + ":" + std::to_string(opt_.port));
+    port_ = opt_.port;
+  }
+  scheduler_->Start();
+  http_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return {};
+}
+
+void Server::Stop() {
+  if (http_) http_->stop();
+  if (http_thread_.joinable()) http_thread_.join();
+  if (scheduler_) scheduler_->Stop();
+  if (state_) state_->SetOnChange(nullptr);
+  scheduler_.reset();
+  http_.reset();
+  state_.reset();
+  store_.reset();
+}
+
+}  // namespace hg::server

@@ -1,0 +1,61 @@
+// `hourglass server` as an object: the store, the state, the scheduling loop and the HTTP API,
+// started and stopped together (tests run it in-process; cmd/server_command.cc wraps it).
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/budget_tree.h"
+#include "server/clock.h"
+#include "server/scheduler.h"
+#include "server/state.h"
+#include "store/store.h"
+
+namespace hg::server {
+
+struct ServerOptions {
+  std::string data_dir;  // hourglass.db and admin.token live here
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (read it back with Port())
+  std::string policy = "hourglass";
+  int64_t interval_ms = 1000;
+  int64_t heartbeat_s = 1;
+  int64_t lost_after_s = 10;
+  int threads = 96;  // HTTP worker pool: 64 concurrent clients plus agents
+  // Imported on first start only (when the store holds no budgets).
+  std::vector<BudgetSpec> budgets;
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();  // Stop()
+
+  // Opens the store, recovers the state, binds the port and starts serving. On the first start
+  // the admin token is created, written to <data_dir>/admin.token (0600) and returned by
+  // AdminToken() (later starts: empty).
+  Result<void> Start();
+  void Stop();
+  int Port() const { return port_; }
+  const std::string& NewAdminToken() const { return new_admin_token_; }
+  std::string AdminTokenFile() const { return opt_.data_dir + "/admin.token"; }
+  State& state() { return *state_; }
+
+ private:
+  ServerOptions opt_;
+  SystemClock clock_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<State> state_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread http_thread_;
+  int port_ = 0;
+  std::string new_admin_token_;
+};
+
+}  // namespace hg::server
