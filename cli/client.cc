@@ -1,0 +1,140 @@
+#include "cli/client.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <strings.h>
+
+namespace hg::cli {
+
+CliError UsageError(const Error& e) {
+  return CliError{kExitUsage, e.field, [&] {
+                    // Keep the file and line of config-file errors in the reason: the field is
+                    // printed apart.
+                    if (e.file.empty()) return e.reason;
+                    return e.line > 0
+                               ? fmt::format("{} (file {}, line {})", e.reason, e.file, e.line)
+                               : fmt::format("{} (file {})", e.reason, e.file);
+                  }()};
+}
+
+std::string RenderError(const std::string& command, const CliError& e) {
+  std::string out = "hourglass " + command + ": ";
+  if (!e.field.empty()) out += e.field + ": ";
+  out += e.reason;
+  return out;
+}
+
+CliError ErrorFromResponse(int status, const std::string& body) {
+  try {
+    const Json j = Json::parse(body);
+    if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+      const Json& e = j["error"];
+      CliError out{kExitRefused, "", ""};
+      if (e.contains("field") && e["field"].is_string()) out.field = e["field"].get<std::string>();
+      if (e.contains("reason") && e["reason"].is_string()) {
+        out.reason = e["reason"].get<std::string>();
+      }
+      if (out.reason.empty()) out.reason = fmt::format("refused (HTTP {})", status);
+      return out;
+    }
+  } catch (const Json::exception&) {
+    // Not the documented error shape: fall through to the raw rendering.
+  }
+  std::string excerpt = body.substr(0, 200);
+  for (char& c : excerpt) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  while (!excerpt.empty() && excerpt.back() == ' ') excerpt.pop_back();
+  return CliError{kExitRefused, "server",
+                  excerpt.empty() ? fmt::format("HTTP {}", status)
+                                  : fmt::format("HTTP {}: {}", status, excerpt)};
+}
+
+std::string HttpResponse::Header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (strcasecmp(k.c_str(), name.c_str()) == 0) return v;
+  }
+  return "";
+}
+
+CliResult<Json> HttpResponse::JsonBody() const {
+  if (body.empty()) return Json::object();  // e.g. a bare 200 to a cancel
+  try {
+    return Json::parse(body);
+  } catch (const Json::exception&) {
+    return tl::unexpected(CliError{kExitRefused, "server", "the answer is not JSON"});
+  }
+}
+
+Client::Client(ClientConfig config, ClientOptions options)
+    : config_(std::move(config)), http_(std::make_unique<httplib::Client>(config_.url)) {
+  http_->set_connection_timeout(options.connect_timeout_ms / 1000,
+                                (options.connect_timeout_ms % 1000) * 1000);
+  http_->set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
+  http_->set_write_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
+  // One short connection per command: the server's thread pool is shared by everyone.
+  http_->set_keep_alive(false);
+}
+
+Client::~Client() = default;
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+
+CliResult<HttpResponse> Client::Send(const std::string& method, const std::string& path,
+                                     const std::optional<Json>& body) {
+  if (!http_->is_valid()) {
+    return UsageError("url", "'" + config_.url + "' is not a valid server URL");
+  }
+  httplib::Headers headers;
+  if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
+  const std::string payload = body ? body->dump() : std::string();
+  const char* type = "application/json";
+  if (method != "GET" && method != "POST" && method != "PATCH" && method != "DELETE") {
+    return UsageError("method", "unsupported HTTP method " + method);
+  }
+  auto send = [&]() {
+    if (method == "GET") return http_->Get(path, headers);
+    if (method == "POST") return http_->Post(path, headers, payload, type);
+    if (method == "PATCH") return http_->Patch(path, headers, payload, type);
+    return http_->Delete(path, headers, payload, type);
+  };
+  const httplib::Result res = send();
+  if (!res) {
+    return tl::unexpected(
+        CliError{kExitUnreachable, "server",
+                 fmt::format("cannot reach {}: {}", config_.url, httplib::to_string(res.error()))});
+  }
+  if (res->status < 200 || res->status > 299) {
+    CliError e = ErrorFromResponse(res->status, res->body);
+    if (res->status == 401 && config_.token.empty()) {
+      e.reason += " (no token: set HOURGLASS_TOKEN or token= in ~/.hourglass)";
+    }
+    return tl::unexpected(e);
+  }
+  HttpResponse out;
+  out.status = res->status;
+  out.body = res->body;
+  for (const auto& [k, v] : res->headers) out.headers.emplace(k, v);
+  return out;
+}
+
+CliResult<Json> Client::Call(const Request& r) {
+  auto res = Send(r);
+  if (!res) return tl::unexpected(res.error());
+  return res->JsonBody();
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (const unsigned char c : s) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+}  // namespace hg::cli
