@@ -54,6 +54,24 @@ Result<Statement> Db::Prepare(std::string_view sql) {
   return Statement(db_.get(), raw);
 }
 
+Result<StatementRef> Db::Cached(std::string_view sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    auto st = Prepare(sql);
+    if (!st) return tl::unexpected(st.error());
+    it = cache_.emplace(std::string(sql), std::make_unique<Statement>(std::move(*st))).first;
+  }
+  // Two live borrows of one statement would interleave their bindings and rows.
+  assert(!it->second->borrowed_);
+  return StatementRef(it->second.get());
+}
+
+Result<void> Db::RunCached(std::string_view sql) {
+  auto st = Cached(sql);
+  if (!st) return tl::unexpected(st.error());
+  return (*st)->Run();
+}
+
 int64_t Db::LastInsertRowid() const { return sqlite3_last_insert_rowid(db_.get()); }
 
 int64_t Db::Changes() const { return sqlite3_changes64(db_.get()); }

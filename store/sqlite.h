@@ -6,6 +6,8 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,7 @@
 namespace hg::store::sql {
 
 class Statement;
+class StatementRef;
 
 // One connection. Move-only; closes on destruction.
 class Db {
@@ -31,6 +34,12 @@ class Db {
   // Runs one or more statements that return no rows of interest.
   Result<void> Exec(std::string_view sql);
   Result<Statement> Prepare(std::string_view sql);
+  // A statement prepared once per connection and kept: parsing a 25-column INSERT costs more than
+  // running it. The borrow resets the statement when it ends, so no cached statement keeps a
+  // read transaction open between calls. One borrow per SQL text at a time.
+  Result<StatementRef> Cached(std::string_view sql);
+  // Cached(sql) run to completion.
+  Result<void> RunCached(std::string_view sql);
 
   int64_t LastInsertRowid() const;
   // Rows changed by the last INSERT/UPDATE/DELETE on this connection.
@@ -52,6 +61,8 @@ class Db {
 
   std::unique_ptr<sqlite3, Closer> db_;
   std::string path_;
+  // After db_: destroyed (finalized) before the connection closes.
+  std::map<std::string, std::unique_ptr<Statement>, std::less<>> cache_;
 };
 
 // One prepared statement. Parameters are 1-based, columns 0-based (as in SQLite).
@@ -101,6 +112,27 @@ class Statement {
   std::unique_ptr<sqlite3_stmt, Finalizer> stmt_;
   int bind_error_ = SQLITE_OK;
   int bind_error_idx_ = 0;
+  bool borrowed_ = false;  // a cached statement currently lent out by Db::Cached
+  friend class StatementRef;
+};
+
+// A borrowed cached statement (Db::Cached): use like a pointer; resets the statement on release.
+class StatementRef {
+ public:
+  explicit StatementRef(Statement* s) : s_(s) { s_->borrowed_ = true; }
+  StatementRef(StatementRef&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  StatementRef& operator=(StatementRef&&) = delete;
+  StatementRef(const StatementRef&) = delete;
+  ~StatementRef() {
+    if (s_ == nullptr) return;
+    s_->Reset();
+    s_->borrowed_ = false;
+  }
+  Statement& operator*() const { return *s_; }
+  Statement* operator->() const { return s_; }
+
+ private:
+  Statement* s_;
 };
 
 }  // namespace hg::store::sql

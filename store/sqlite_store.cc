@@ -62,50 +62,51 @@ Result<std::map<std::string, std::string>> DecodeMap(const std::string& text, co
 // transaction) or the read connection.
 
 Result<void> PutPrincipalOn(Db& db, const PrincipalRecord& p) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "INSERT INTO principals (name, role) VALUES (?1, ?2) "
       "ON CONFLICT (name) DO UPDATE SET role = excluded.role");
   HG_TRY(st);
-  return st->Bind(1, p.name).Bind(2, p.role).Run();
+  return (*st)->Bind(1, p.name).Bind(2, p.role).Run();
 }
 
 Result<std::vector<PrincipalRecord>> PrincipalsOn(Db& db) {
-  auto st = db.Prepare("SELECT name, role FROM principals ORDER BY name");
+  auto st = db.Cached("SELECT name, role FROM principals ORDER BY name");
   HG_TRY(st);
   std::vector<PrincipalRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = (*st)->Step();
     HG_TRY(row);
     if (!*row) break;
-    out.push_back({st->Text(0), st->Text(1)});
+    out.push_back({(*st)->Text(0), (*st)->Text(1)});
   }
   return out;
 }
 
 Result<void> AddTokenOn(Db& db, const TokenRecord& t) {
-  auto st = db.Prepare("INSERT INTO tokens (hash, principal, created_at) VALUES (?1, ?2, ?3)");
+  auto st = db.Cached("INSERT INTO tokens (hash, principal, created_at) VALUES (?1, ?2, ?3)");
   HG_TRY(st);
-  return st->Bind(1, t.hash).Bind(2, t.principal).Bind(3, t.created_at).Run();
+  return (*st)->Bind(1, t.hash).Bind(2, t.principal).Bind(3, t.created_at).Run();
 }
 
 Result<std::optional<PrincipalRecord>> PrincipalByTokenHashOn(Db& db, const std::string& hash) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "SELECT p.name, p.role FROM tokens t JOIN principals p ON p.name = t.principal "
       "WHERE t.hash = ?1");
   HG_TRY(st);
-  st->Bind(1, hash);
-  auto row = st->Step();
+  (*st)->Bind(1, hash);
+  auto row = (*st)->Step();
   HG_TRY(row);
   if (!*row) return std::optional<PrincipalRecord>();
-  return std::optional<PrincipalRecord>(PrincipalRecord{st->Text(0), st->Text(1)});
+  return std::optional<PrincipalRecord>(PrincipalRecord{(*st)->Text(0), (*st)->Text(1)});
 }
 
 Result<void> InsertAuditOn(Db& db, const AuditRecord& a) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "INSERT INTO audit (at, who, budget, field, old_value, new_value) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
   HG_TRY(st);
-  return st->Bind(1, a.at)
+  return (*st)
+      ->Bind(1, a.at)
       .Bind(2, a.who)
       .Bind(3, a.budget)
       .Bind(4, a.field)
@@ -116,25 +117,25 @@ Result<void> InsertAuditOn(Db& db, const AuditRecord& a) {
 
 Result<void> PutNamesOn(Db& db, const char* table, const std::string& budget,
                         const std::vector<std::string>& names) {
-  HG_TRY(db.Prepare(std::string("DELETE FROM ") + table + " WHERE budget = ?1")
-             .and_then([&](Statement st) { return st.Bind(1, budget).Run(); }));
-  auto ins = db.Prepare(std::string("INSERT INTO ") + table +
-                        " (budget, pos, principal) VALUES (?1, ?2, ?3)");
+  HG_TRY(db.Cached(std::string("DELETE FROM ") + table + " WHERE budget = ?1")
+             .and_then([&](sql::StatementRef st) { return st->Bind(1, budget).Run(); }));
+  auto ins = db.Cached(std::string("INSERT INTO ") + table +
+                       " (budget, pos, principal) VALUES (?1, ?2, ?3)");
   HG_TRY(ins);
   for (size_t i = 0; i < names.size(); ++i) {
-    HG_TRY(ins->Bind(1, budget).Bind(2, static_cast<int64_t>(i)).Bind(3, names[i]).Run());
+    HG_TRY((*ins)->Bind(1, budget).Bind(2, static_cast<int64_t>(i)).Bind(3, names[i]).Run());
   }
   return {};
 }
 
 Result<void> PutBudgetOn(Db& db, const BudgetRecord& b, const std::vector<AuditRecord>& audit) {
   // An upsert, not INSERT OR REPLACE: REPLACE deletes the row first, which would cascade.
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "INSERT INTO budgets (name, parent, share, gpu_limit) VALUES (?1, ?2, ?3, ?4) "
       "ON CONFLICT (name) DO UPDATE SET parent = excluded.parent, share = excluded.share, "
       "gpu_limit = excluded.gpu_limit");
   HG_TRY(st);
-  HG_TRY(st->Bind(1, b.name).Bind(2, b.parent).Bind(3, b.share).Bind(4, b.limit).Run());
+  HG_TRY((*st)->Bind(1, b.name).Bind(2, b.parent).Bind(3, b.share).Bind(4, b.limit).Run());
   HG_TRY(PutNamesOn(db, "budget_leads", b.name, b.leads));
   HG_TRY(PutNamesOn(db, "budget_members", b.name, b.members));
   for (const auto& a : audit) HG_TRY(InsertAuditOn(db, a));
@@ -142,9 +143,9 @@ Result<void> PutBudgetOn(Db& db, const BudgetRecord& b, const std::vector<AuditR
 }
 
 Result<void> DeleteBudgetOn(Db& db, const std::string& name, const AuditRecord& audit) {
-  auto st = db.Prepare("DELETE FROM budgets WHERE name = ?1");
+  auto st = db.Cached("DELETE FROM budgets WHERE name = ?1");
   HG_TRY(st);
-  HG_TRY(st->Bind(1, name).Run());
+  HG_TRY((*st)->Bind(1, name).Run());
   if (db.Changes() == 0) return Fail("budget", "no budget named '" + name + "'");
   return InsertAuditOn(db, audit);
 }
@@ -153,51 +154,52 @@ Result<std::vector<BudgetRecord>> BudgetsOn(Db& db) {
   std::vector<BudgetRecord> out;
   std::map<std::string, size_t> index;
   {
-    auto st = db.Prepare("SELECT name, parent, share, gpu_limit FROM budgets ORDER BY name");
+    auto st = db.Cached("SELECT name, parent, share, gpu_limit FROM budgets ORDER BY name");
     HG_TRY(st);
     for (;;) {
-      auto row = st->Step();
+      auto row = (*st)->Step();
       HG_TRY(row);
       if (!*row) break;
       BudgetRecord b;
-      b.name = st->Text(0);
-      b.parent = st->Text(1);
-      b.share = st->Double(2);
-      b.limit = st->OptInt32(3);
+      b.name = (*st)->Text(0);
+      b.parent = (*st)->Text(1);
+      b.share = (*st)->Double(2);
+      b.limit = (*st)->OptInt32(3);
       index[b.name] = out.size();
       out.push_back(std::move(b));
     }
   }
   for (const char* table : {"budget_leads", "budget_members"}) {
     auto st =
-        db.Prepare(std::string("SELECT budget, principal FROM ") + table + " ORDER BY budget, pos");
+        db.Cached(std::string("SELECT budget, principal FROM ") + table + " ORDER BY budget, pos");
     HG_TRY(st);
     for (;;) {
-      auto row = st->Step();
+      auto row = (*st)->Step();
       HG_TRY(row);
       if (!*row) break;
-      auto it = index.find(st->Text(0));
+      auto it = index.find((*st)->Text(0));
       assert(it != index.end());  // foreign key
       if (it == index.end()) continue;
       auto& b = out[it->second];
-      (table[7] == 'l' ? b.leads : b.members).push_back(st->Text(1));
+      (table[7] == 'l' ? b.leads : b.members).push_back((*st)->Text(1));
     }
   }
   return out;
 }
 
 Result<std::vector<AuditRecord>> AuditOn(Db& db, const std::string& budget) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "SELECT at, who, budget, field, old_value, new_value FROM audit "
       "WHERE ?1 = '' OR budget = ?1 ORDER BY id");
   HG_TRY(st);
-  st->Bind(1, budget);
+  (*st)->Bind(1, budget);
   std::vector<AuditRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = (*st)->Step();
     HG_TRY(row);
     if (!*row) break;
-    out.push_back({st->Int64(0), st->Text(1), st->Text(2), st->Text(3), st->Text(4), st->Text(5)});
+    out.push_back({(*st)->Int64(0), (*st)->Text(1), (*st)->Text(2), (*st)->Text(3), (*st)->Text(4),
+                   (*st)->Text(5)});
   }
   return out;
 }
@@ -249,14 +251,15 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
   auto env = EncodeMap(j.env, "env");
   HG_TRY(env);
   // The id is the store's to assign (AUTOINCREMENT); j.id is ignored.
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "INSERT INTO jobs (name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
       "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
       "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
       "exit_signal, placement_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
       "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)");
   HG_TRY(st);
-  HG_TRY(st->Bind(1, j.name)
+  HG_TRY((*st)
+             ->Bind(1, j.name)
              .Bind(2, j.user)
              .Bind(3, j.budget)
              .Bind(4, j.gpus)
@@ -287,12 +290,13 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
 
 Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
   // The mutable fields of JobRecord (from `state` on); what was submitted stays as submitted.
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "UPDATE jobs SET state = ?2, reason = ?3, reason_code = ?4, submitted_at = ?5, "
       "queued_since = ?6, started_at = ?7, ended_at = ?8, attempts = ?9, exit_code = ?10, "
       "exit_signal = ?11, placement_json = ?12 WHERE id = ?1");
   HG_TRY(st);
-  HG_TRY(st->Bind(1, j.id)
+  HG_TRY((*st)
+             ->Bind(1, j.id)
              .Bind(2, j.state)
              .Bind(3, j.reason)
              .Bind(4, j.reason_code)
@@ -310,14 +314,14 @@ Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
 }
 
 Result<std::vector<JobRecord>> JobsOn(Db& db) {
-  auto st = db.Prepare(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
+  auto st = db.Cached(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
   HG_TRY(st);
   std::vector<JobRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = (*st)->Step();
     HG_TRY(row);
     if (!*row) break;
-    auto j = ReadJob(*st);
+    auto j = ReadJob(**st);
     HG_TRY(j);
     out.push_back(std::move(*j));
   }
@@ -325,45 +329,46 @@ Result<std::vector<JobRecord>> JobsOn(Db& db) {
 }
 
 Result<std::optional<JobRecord>> JobOn(Db& db, int64_t id) {
-  auto st = db.Prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?1");
+  auto st = db.Cached(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?1");
   HG_TRY(st);
-  st->Bind(1, id);
-  auto row = st->Step();
+  (*st)->Bind(1, id);
+  auto row = (*st)->Step();
   HG_TRY(row);
   if (!*row) return std::optional<JobRecord>();
-  auto j = ReadJob(*st);
+  auto j = ReadJob(**st);
   HG_TRY(j);
   return std::optional<JobRecord>(std::move(*j));
 }
 
 Result<void> AddJobEventOn(Db& db, const JobEventRecord& e) {
-  auto st = db.Prepare("INSERT INTO job_events (job, at, kind, reason) VALUES (?1, ?2, ?3, ?4)");
+  auto st = db.Cached("INSERT INTO job_events (job, at, kind, reason) VALUES (?1, ?2, ?3, ?4)");
   HG_TRY(st);
-  return st->Bind(1, e.job).Bind(2, e.at).Bind(3, e.kind).Bind(4, e.reason).Run();
+  return (*st)->Bind(1, e.job).Bind(2, e.at).Bind(3, e.kind).Bind(4, e.reason).Run();
 }
 
 Result<std::vector<JobEventRecord>> JobEventsOn(Db& db, int64_t job) {
-  auto st = db.Prepare("SELECT job, at, kind, reason FROM job_events WHERE job = ?1 ORDER BY id");
+  auto st = db.Cached("SELECT job, at, kind, reason FROM job_events WHERE job = ?1 ORDER BY id");
   HG_TRY(st);
-  st->Bind(1, job);
+  (*st)->Bind(1, job);
   std::vector<JobEventRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = (*st)->Step();
     HG_TRY(row);
     if (!*row) break;
-    out.push_back({st->Int64(0), st->Int64(1), st->Text(2), st->Text(3)});
+    out.push_back({(*st)->Int64(0), (*st)->Int64(1), (*st)->Text(2), (*st)->Text(3)});
   }
   return out;
 }
 
 Result<void> PutRunOn(Db& db, const RunRecord& r) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "INSERT INTO runs (job, attempt, budget, gpus, started_at, ended_at) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (job, attempt) DO UPDATE SET "
       "budget = excluded.budget, gpus = excluded.gpus, started_at = excluded.started_at, "
       "ended_at = excluded.ended_at");
   HG_TRY(st);
-  return st->Bind(1, r.job)
+  return (*st)
+      ->Bind(1, r.job)
       .Bind(2, r.attempt)
       .Bind(3, r.budget)
       .Bind(4, r.gpus)
@@ -373,18 +378,18 @@ Result<void> PutRunOn(Db& db, const RunRecord& r) {
 }
 
 Result<std::vector<RunRecord>> RunsSinceOn(Db& db, int64_t t) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "SELECT job, attempt, budget, gpus, started_at, ended_at FROM runs "
       "WHERE ended_at IS NULL OR ended_at >= ?1 ORDER BY job, attempt");
   HG_TRY(st);
-  st->Bind(1, t);
+  (*st)->Bind(1, t);
   std::vector<RunRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = (*st)->Step();
     HG_TRY(row);
     if (!*row) break;
-    out.push_back(
-        {st->Int64(0), st->Int32(1), st->Text(2), st->Int32(3), st->Int64(4), st->OptInt64(5)});
+    out.push_back({(*st)->Int64(0), (*st)->Int32(1), (*st)->Text(2), (*st)->Int32(3),
+                   (*st)->Int64(4), (*st)->OptInt64(5)});
   }
   return out;
 }
@@ -392,7 +397,7 @@ Result<std::vector<RunRecord>> RunsSinceOn(Db& db, int64_t t) {
 Result<void> PutNodeOn(Db& db, const NodeRecord& n) {
   auto labels = EncodeMap(n.labels, "labels");
   HG_TRY(labels);
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "INSERT INTO nodes (name, gpus, block, labels_json, state, drain_cause, drain_reason, "
       "drain_deadline_at, drain_since, logs_url) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
       "ON CONFLICT (name) DO UPDATE SET gpus = excluded.gpus, block = excluded.block, "
@@ -401,7 +406,8 @@ Result<void> PutNodeOn(Db& db, const NodeRecord& n) {
       "drain_deadline_at = excluded.drain_deadline_at, drain_since = excluded.drain_since, "
       "logs_url = excluded.logs_url");
   HG_TRY(st);
-  return st->Bind(1, n.name)
+  return (*st)
+      ->Bind(1, n.name)
       .Bind(2, n.gpus)
       .Bind(3, n.block)
       .Bind(4, *labels)
@@ -415,28 +421,28 @@ Result<void> PutNodeOn(Db& db, const NodeRecord& n) {
 }
 
 Result<std::vector<NodeRecord>> NodesOn(Db& db) {
-  auto st = db.Prepare(
+  auto st = db.Cached(
       "SELECT name, gpus, block, labels_json, state, drain_cause, drain_reason, "
       "drain_deadline_at, drain_since, logs_url FROM nodes ORDER BY name");
   HG_TRY(st);
   std::vector<NodeRecord> out;
   for (;;) {
-    auto row = st->Step();
+    auto row = (*st)->Step();
     HG_TRY(row);
     if (!*row) break;
     NodeRecord n;
-    n.name = st->Text(0);
-    n.gpus = st->Int32(1);
-    n.block = st->Text(2);
-    auto labels = DecodeMap(st->Text(3), "labels");
+    n.name = (*st)->Text(0);
+    n.gpus = (*st)->Int32(1);
+    n.block = (*st)->Text(2);
+    auto labels = DecodeMap((*st)->Text(3), "labels");
     HG_TRY(labels);
     n.labels = std::move(*labels);
-    n.state = st->Text(4);
-    n.drain_cause = st->Text(5);
-    n.drain_reason = st->Text(6);
-    n.drain_deadline_at = st->OptInt64(7);
-    n.drain_since = st->Int64(8);
-    n.logs_url = st->Text(9);
+    n.state = (*st)->Text(4);
+    n.drain_cause = (*st)->Text(5);
+    n.drain_reason = (*st)->Text(6);
+    n.drain_deadline_at = (*st)->OptInt64(7);
+    n.drain_since = (*st)->Int64(8);
+    n.logs_url = (*st)->Text(9);
     out.push_back(std::move(n));
   }
   return out;
@@ -445,7 +451,7 @@ Result<std::vector<NodeRecord>> NodesOn(Db& db) {
 // Runs body inside a savepoint on db: released when body succeeds, rolled back when it fails,
 // so a failing body leaves nothing behind while the surrounding transaction goes on.
 Result<void> InSavepoint(Db& db, const std::function<Result<void>()>& body) {
-  HG_TRY(db.Exec("SAVEPOINT item"));
+  HG_TRY(db.RunCached("SAVEPOINT item"));
   Result<void> r;
   try {
     r = body();
@@ -453,13 +459,13 @@ Result<void> InSavepoint(Db& db, const std::function<Result<void>()>& body) {
     r = Fail("store", std::string("write failed with an exception: ") + e.what());
   }
   if (r) {
-    if (auto ok = db.Exec("RELEASE item"); !ok) r = tl::unexpected(ok.error());
+    if (auto ok = db.RunCached("RELEASE item"); !ok) r = tl::unexpected(ok.error());
   }
   if (!r && !db.AutoCommit()) {
     // ROLLBACK TO keeps the savepoint open; RELEASE closes it. When SQLite has already rolled
     // back the whole transaction (AutoCommit), there is nothing left to undo here.
-    (void)db.Exec("ROLLBACK TO item");
-    (void)db.Exec("RELEASE item");
+    (void)db.RunCached("ROLLBACK TO item");
+    (void)db.RunCached("RELEASE item");
   }
   return r;
 }
@@ -516,13 +522,13 @@ Result<void> Configure(Db& db, const SqliteStoreOptions& options) {
   HG_TRY(db.Exec("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
   HG_TRY(db.Exec("PRAGMA foreign_keys = ON"));
   HG_TRY(db.Exec("PRAGMA synchronous = FULL"));
-  auto mode = db.Prepare("PRAGMA journal_mode = WAL");
+  auto mode = db.Cached("PRAGMA journal_mode = WAL");
   HG_TRY(mode);
-  auto row = mode->Step();
+  auto row = (*mode)->Step();
   HG_TRY(row);
-  if (!*row || mode->Text(0) != "wal") {
+  if (!*row || (*mode)->Text(0) != "wal") {
     return Fail(db.path(), "cannot switch the database to WAL mode (journal_mode is '" +
-                               (*row ? mode->Text(0) : std::string()) + "')");
+                               (*row ? (*mode)->Text(0) : std::string()) + "')");
   }
   return {};
 }
@@ -600,7 +606,7 @@ void SqliteStore::RunBatch(std::vector<std::unique_ptr<Item>>& batch) {
   int64_t transactions = 0;
   while (next < batch.size()) {
     ++transactions;
-    if (auto ok = db.Exec("BEGIN IMMEDIATE"); !ok) {
+    if (auto ok = db.RunCached("BEGIN IMMEDIATE"); !ok) {
       // Nothing can be written now (e.g. another process holds the lock past busy_timeout).
       for (; next < batch.size(); ++next) batch[next]->done.set_value(tl::unexpected(ok.error()));
       break;
@@ -624,8 +630,8 @@ void SqliteStore::RunBatch(std::vector<std::unique_ptr<Item>>& batch) {
       }
     }
     if (aborted) continue;
-    if (auto ok = db.Exec("COMMIT"); !ok) {
-      if (!db.AutoCommit()) (void)db.Exec("ROLLBACK");
+    if (auto ok = db.RunCached("COMMIT"); !ok) {
+      if (!db.AutoCommit()) (void)db.RunCached("ROLLBACK");
       fail_all(in_txn, ok.error());
       continue;
     }

@@ -99,6 +99,11 @@ TEST(SqliteStore, PrincipalsAndTokensRoundTrip) {
   ASSERT_TRUE(who->has_value());
   EXPECT_EQ((*who)->name, "alice");
   EXPECT_EQ((*who)->role, "admin");
+  // A later read sees a later write (no cached statement holds an old snapshot open).
+  ASSERT_TRUE(s->PutPrincipal({"alice", "user"}));
+  who = s->PrincipalByTokenHash("abc123");
+  ASSERT_TRUE(who && who->has_value());
+  EXPECT_EQ((*who)->role, "user");
   auto nobody = s->PrincipalByTokenHash("zzz");
   ASSERT_TRUE(nobody);
   EXPECT_FALSE(nobody->has_value());
