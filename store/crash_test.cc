@@ -69,7 +69,7 @@ TEST(SqliteStoreCrash, AcknowledgedInsertsSurviveSigkill) {
 
   for (int round = 0; round < kRounds; ++round) {
     // Rounds 0 and 1 kill right after fork: during open, WAL setup or the first migration.
-    const size_t kill_after = round < 2 ? 0 : 1 + rng() % 3000;
+    const size_t kill_after = round < 2 ? 0 : 1 + rng() % 1500;
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     const pid_t pid = fork();
