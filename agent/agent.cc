@@ -176,7 +176,7 @@ void Agent::Shutdown() {
     if (logs_thread_.joinable()) logs_thread_.join();
     logs_server_.reset();
   }
-  if (opt_.kill_jobs_on_exit)
+  if (opt_.stop_jobs_on_exit)
     for (auto& [k, p] : jobs_) p->Kill();
 }
 
@@ -408,6 +408,22 @@ void Agent::Run(const std::atomic<bool>& stop) {
     Step();
     // The daemon's one wait: short, so grace deadlines and reaping stay within a tick.
     std::this_thread::sleep_for(std::chrono::milliseconds(opt_.tick_ms));
+  }
+  if (opt_.stop_jobs_on_exit && !jobs_.empty()) {
+    spdlog::info("agent {}: exiting; stopping {} job(s)", opt_.node, jobs_.size());
+    for (auto& [k, p] : jobs_) p->Stop(opt_.exit_grace_ms);
+    while (!jobs_.empty()) {  // bounded: Poll SIGKILLs each group at its deadline
+      for (auto it = jobs_.begin(); it != jobs_.end();) {
+        if (auto r = it->second->Poll()) {
+          unacked_.push_back(*r);
+          it = jobs_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt_.tick_ms));
+    }
+    if (registered_) Heartbeat();  // best effort: tell the server how they ended
   }
   Shutdown();
 }

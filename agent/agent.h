@@ -42,7 +42,11 @@ struct AgentOptions {
   int64_t read_timeout_ms = 3'000;
   int64_t retry_ms = 1'000;  // between registration attempts while the server is away
   int64_t tick_ms = 20;      // the main loop's wait
-  bool kill_jobs_on_exit = false;
+  // On exit, stop every job (SIGTERM, up to exit_grace_ms, SIGKILL) and report them. A
+  // restarted agent cannot adopt the jobs of its predecessor, so jobs left behind would hold
+  // GPUs unseen; --keep-jobs-on-exit leaves them running anyway.
+  bool stop_jobs_on_exit = true;
+  int64_t exit_grace_ms = 2'000;
 };
 
 struct RunningEntry {
@@ -66,11 +70,11 @@ class Agent {
   // when due and carry out the orders of the reply.
   void Step();
 
-  // Step() every tick until `stop` becomes true; then Shutdown().
+  // Step() every tick until `stop` becomes true; then stops the jobs (unless told to keep them),
+  // sends a last heartbeat with their exits, and Shutdown().
   void Run(const std::atomic<bool>& stop);
 
-  // Stops the log service; with kill_jobs_on_exit, SIGKILLs every job's group. Jobs are
-  // otherwise left running (they belong to the node, not to this process).
+  // Stops the log service; with stop_jobs_on_exit, SIGKILLs every job still running.
   void Shutdown();
 
   // Thread-safe views for tests and logs.

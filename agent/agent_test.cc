@@ -130,7 +130,7 @@ class RunningAgent {
     o.retry_ms = 100;
     o.connect_timeout_ms = 300;
     o.read_timeout_ms = 1000;
-    o.kill_jobs_on_exit = true;  // no job outlives the test
+    o.exit_grace_ms = 500;  // jobs are stopped when the agent exits: none outlives the test
     agent_ = std::make_unique<Agent>(o, clock_);
     auto url_or = agent_->StartLogService();
     EXPECT_TRUE(url_or) << url_or.error().ToString();
@@ -318,7 +318,8 @@ TEST(Agent, ServerAwayJobsKeepRunningAndTheNodeRegistersAgainWithThem) {
   TempDir d;
   auto peer = std::make_unique<ServerPeer>();
   const int port = peer->port();
-  RunningAgent agent(peer->url(), d.path());
+  auto agent_ptr = std::make_unique<RunningAgent>(peer->url(), d.path());
+  RunningAgent& agent = *agent_ptr;
   ASSERT_TRUE(WaitFor([&] { return agent->registered(); }, 5000));
   peer->Order(StartOrder(30, 2, "touch " + d / "r30" + "; sleep 30"));
   ASSERT_TRUE(WaitFor([&] { return Exists(d / "r30"); }, 5000));
@@ -350,6 +351,15 @@ TEST(Agent, ServerAwayJobsKeepRunningAndTheNodeRegistersAgainWithThem) {
   for (const auto& b : peer->beats()) saw_404 = saw_404 || b.status == 404;
   EXPECT_TRUE(saw_404);
   EXPECT_EQ(kill(static_cast<pid_t>(pid), 0), 0);
+
+  // The agent exits: it stops its jobs and tells the server in a last heartbeat.
+  agent_ptr.reset();
+  const auto final_beats = peer->beats();
+  const json* ex = FindExit(final_beats, 30, 2);
+  ASSERT_NE(ex, nullptr);
+  EXPECT_EQ((*ex)["how"], "stopped");
+  EXPECT_EQ((*ex)["signal"], SIGTERM);
+  EXPECT_NE(kill(static_cast<pid_t>(pid), 0), 0);
 }
 
 }  // namespace
