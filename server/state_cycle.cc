@@ -454,7 +454,10 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
       JobRt& j = s.jobs.at(id);
       for (SliceRt& sl : j.slices)
         if (sl.node == n && !sl.exited) {
-          if (!listed.count({id, j.rec.attempts})) sl.start_sent_seq = -1;
+          if (!listed.count({id, j.rec.attempts}))
+            sl.start_sent_seq = -1;
+          else
+            sl.start_sent_seq = std::max<int64_t>(sl.start_sent_seq, 0);
           sl.stop_sent = false;
           sl.misses = 0;
         }
@@ -561,6 +564,7 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
         if (sl.node != n || sl.exited) continue;
         if (listed.count({id, j.rec.attempts})) {
           sl.misses = 0;
+          sl.start_sent_seq = std::max<int64_t>(sl.start_sent_seq, 0);  // confirmed
         } else if (sl.start_sent_seq >= 0 && sl.start_sent_seq < seq) {
           // Two heartbeats after its start order without a word about it: it is gone.
           if (++sl.misses >= 2) {

@@ -1,0 +1,191 @@
+// The API's refusals and roles over real HTTP: each bad request gets its field and reason and
+// changes nothing.
+#include <gtest/gtest.h>
+
+#include "server/test_harness.h"
+
+namespace hg::server::testing {
+namespace {
+
+using nlohmann::json;
+
+class Api : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    agent_ = h_.Principal("agent1", "agent");
+    alice_ = h_.Principal("alice", "user");
+    bob_ = h_.Principal("bob", "user");
+    carol_ = h_.Principal("carol", "user");
+    // ai > olmo > olmo.alice; ai > tulu. bob leads olmo; alice is a member of olmo.alice.
+    ASSERT_EQ(h_.Post("/v1/budgets", h_.admin(), {{"name", "ai"}, {"share", 1}}).status, 201);
+    ASSERT_EQ(h_.Post("/v1/budgets", h_.admin(),
+                      {{"name", "olmo"}, {"parent", "ai"}, {"share", 2}, {"leads", {"bob"}}})
+                  .status,
+              201);
+    ASSERT_EQ(
+        h_.Post("/v1/budgets", h_.admin(),
+                {{"name", "olmo.alice"}, {"parent", "olmo"}, {"share", 1}, {"members", {"alice"}}})
+            .status,
+        201);
+    ASSERT_EQ(h_.Post("/v1/budgets", h_.admin(), {{"name", "tulu"}, {"parent", "ai"}, {"share", 1}})
+                  .status,
+              201);
+    FakeAgent n1(h_, agent_, "n1", 8), n2(h_, agent_, "n2", 8);
+    ASSERT_EQ(n1.Register().status, 200);
+    ASSERT_EQ(n2.Register().status, 200);
+  }
+  // Everything a refused request must leave alone.
+  std::string Fingerprint() {
+    const json jobs = h_.Get("/v1/jobs?state=all", h_.admin()).body;
+    json budgets = h_.Get("/v1/budgets", h_.admin()).body["budgets"];
+    json b = json::array();
+    for (const auto& x : budgets)
+      b.push_back({x["name"], x["share"], x["limit"], x["leads"], x["members"]});
+    const json audit = h_.Get("/v1/audit", h_.admin()).body;
+    return jobs.dump() + b.dump() + audit.dump();
+  }
+
+  Harness h_;
+  std::string agent_, alice_, bob_, carol_;
+};
+
+json Job(json patch) {
+  json j = {{"name", "t"}, {"budget", "olmo.alice"}, {"gpus", 1}, {"command", {"true"}}};
+  for (const auto& [k, v] : patch.items()) {
+    if (v.is_string() && v == "<drop>")
+      j.erase(k);
+    else
+      j[k] = v;
+  }
+  return j;
+}
+
+TEST_F(Api, SubmitValidationTable) {
+  struct Case {
+    std::string body;
+    int status;
+    std::string field;
+    std::string reason_part;
+  };
+  const std::vector<Case> cases = {
+      {"{", 400, "body", "invalid JSON"},
+      {"[1,2]", 400, "body", "object"},
+      {Job({{"budget", "nope"}}).dump(), 400, "budget", "unknown budget"},
+      {Job({{"budget", "tulu"}}).dump(), 403, "budget", "may not charge"},
+      {Job({{"gpus", 0}}).dump(), 400, "gpus", "at least 1"},
+      {Job({{"gpus", "2"}}).dump(), 400, "gpus", "integer"},
+      {Job({{"gpus", 17}}).dump(), 400, "gpus", "never fit"},
+      {Job({{"gpus", 6}, {"gpus_per_node", 4}}).dump(), 400, "gpus_per_node", "divide"},
+      {Job({{"gpus", 16}, {"gpus_per_node", 16}}).dump(), 400, "gpus_per_node", "largest: 8"},
+      {Job({{"min_runtime_s", 9 * 3600}}).dump(), 400, "min_runtime_s", "cap of"},
+      {Job({{"grace_s", 100000}}).dump(), 400, "grace_s", "cap"},
+      {Job({{"grace_s", -1}}).dump(), 400, "grace_s", "at least 0"},
+      {Job({{"max_runtime_s", 0}}).dump(), 400, "max_runtime_s", "at least 1"},
+      {Job({{"command", json::array()}}).dump(), 400, "command", "empty"},
+      {Job({{"command", "<drop>"}}).dump(), 400, "command", "required"},
+      {Job({{"command", {1}}}).dump(), 400, "command[0]", "string"},
+      {Job({{"command", json(std::vector<std::string>(257, "x"))}}).dump(), 400, "command", "256"},
+      {Job({{"env", {{"K", 1}}}}).dump(), 400, "env.K", "string"},
+      {Job({{"name", std::string(65, 'a')}}).dump(), 400, "name", "[A-Za-z0-9._-]"},
+      {Job({{"cwd", std::string(5000, 'a')}}).dump(), 400, "cwd", "4096"},
+      {Job({{"gpu", 1}}).dump(), 400, "gpu", "unknown field"},
+      {Job({{"resumable", "yes"}}).dump(), 400, "resumable", "true or false"},
+  };
+  const std::string before = Fingerprint();
+  for (const Case& c : cases) {
+    const Resp r = h_.Call("POST", "/v1/jobs", alice_, c.body);
+    EXPECT_EQ(r.status, c.status) << c.body.substr(0, 200) << " -> " << r.text;
+    EXPECT_EQ(r.body["error"]["field"], c.field) << r.text;
+    EXPECT_NE(r.body["error"]["reason"].get<std::string>().find(c.reason_part), std::string::npos)
+        << r.text;
+    EXPECT_EQ(Fingerprint(), before) << c.body.substr(0, 200);
+  }
+  // Over 1 MiB: 413 with the JSON error shape.
+  const Resp big =
+      h_.Call("POST", "/v1/jobs", alice_, Job({{"cwd", std::string(2 << 20, 'a')}}).dump());
+  EXPECT_EQ(big.status, 413);
+  EXPECT_EQ(big.body["error"]["field"], "body");
+  EXPECT_EQ(Fingerprint(), before);
+  // A good one is accepted only after it is durable, and shows up.
+  const Resp ok = h_.Post("/v1/jobs", alice_, Job({}));
+  ASSERT_EQ(ok.status, 201) << ok.text;
+  EXPECT_EQ(ok.body["state"], "pending");
+  EXPECT_NE(Fingerprint(), before);
+}
+
+TEST_F(Api, BudgetValidationChangesNothing) {
+  const std::string before = Fingerprint();
+  struct Case {
+    std::string path, method;
+    json body;
+    int status;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"/v1/budgets", "POST", {{"name", "x"}, {"parent", "nope"}, {"share", 1}}, 400, "parent"},
+      {"/v1/budgets", "POST", {{"name", "olmo"}, {"share", 1}}, 409, "name"},
+      {"/v1/budgets", "POST", {{"name", "x/y"}, {"share", 1}}, 400, "name"},
+      {"/v1/budgets", "POST", {{"name", "x"}, {"share", 0}}, 400, "share"},
+      {"/v1/budgets", "POST", {{"name", "x"}}, 400, "share"},
+      {"/v1/budgets/olmo", "PATCH", {{"share", -1}}, 400, "share"},
+      {"/v1/budgets/olmo", "PATCH", {{"limit", -3}}, 400, "limit"},
+      {"/v1/budgets/olmo", "PATCH", {{"shares", 2}}, 400, "shares"},
+      {"/v1/budgets/nope", "PATCH", {{"share", 2}}, 404, "name"},
+      {"/v1/budgets/olmo", "DELETE", json::object(), 409, "name"},
+  };
+  for (const Case& c : cases) {
+    const Resp r = h_.Call(c.method, c.path, h_.admin(), c.body.dump());
+    EXPECT_EQ(r.status, c.status) << c.path << " " << c.body << " -> " << r.text;
+    EXPECT_EQ(r.body["error"]["field"], c.field) << r.text;
+    EXPECT_EQ(Fingerprint(), before) << c.body;
+  }
+}
+
+TEST_F(Api, Roles) {
+  const std::string before = Fingerprint();
+  // Bad tokens.
+  EXPECT_EQ(h_.Get("/v1/budgets", "").status, 401);
+  EXPECT_EQ(h_.Get("/v1/budgets", "hg_" + std::string(64, '0')).status, 401);
+  EXPECT_EQ(h_.Get("/v1/budgets", "garbage").status, 401);
+  // A user cannot change a budget, create one, or do admin things.
+  EXPECT_EQ(h_.Call("PATCH", "/v1/budgets/olmo.alice", alice_, R"({"share":5})").status, 403);
+  EXPECT_EQ(h_.Post("/v1/budgets", carol_, {{"name", "x"}, {"parent", "ai"}, {"share", 1}}).status,
+            403);
+  EXPECT_EQ(h_.Post("/v1/principals", alice_, {{"name", "eve"}, {"role", "admin"}}).status, 403);
+  EXPECT_EQ(h_.Post("/v1/nodes/n1/drain", alice_, json::object()).status, 403);
+  // A lead only inside their subtree: not the parent, not a sibling.
+  EXPECT_EQ(h_.Call("PATCH", "/v1/budgets/ai", bob_, R"({"share":5})").status, 403);
+  EXPECT_EQ(h_.Call("PATCH", "/v1/budgets/tulu", bob_, R"({"share":5})").status, 403);
+  // Agents only reach /v1/agents/*, and users never do.
+  EXPECT_EQ(h_.Get("/v1/budgets", agent_).status, 403);
+  EXPECT_EQ(h_.Post("/v1/jobs", agent_, Job({})).status, 403);
+  EXPECT_EQ(h_.Post("/v1/agents/heartbeat", alice_, {{"node", "n1"}}).status, 403);
+  EXPECT_EQ(Fingerprint(), before);
+  // Allowed: the lead inside the subtree (audited), the member submitting.
+  const Resp p = h_.Call("PATCH", "/v1/budgets/olmo.alice", bob_, R"({"share":3,"limit":4})");
+  ASSERT_EQ(p.status, 200) << p.text;
+  EXPECT_EQ(p.body["share"], 3.0);
+  EXPECT_EQ(p.body["limit"], 4);
+  EXPECT_EQ(h_.Call("PATCH", "/v1/budgets/olmo", bob_, R"({"share":2.5})").status, 200);
+  EXPECT_EQ(
+      h_.Post("/v1/budgets", bob_, {{"name", "olmo.new"}, {"parent", "olmo"}, {"share", 1}}).status,
+      201);
+  const json audit = h_.Get("/v1/audit?budget=olmo.alice", h_.admin()).body["entries"];
+  ASSERT_EQ(audit.size(), 3u);  // created, share, limit
+  EXPECT_EQ(audit[1]["who"], "bob");
+  EXPECT_EQ(audit[1]["field"], "share");
+  EXPECT_EQ(audit[1]["old"], "1.0");
+  EXPECT_EQ(audit[1]["new"], "3.0");
+  EXPECT_EQ(h_.Post("/v1/jobs", alice_, Job({})).status, 201);
+  EXPECT_EQ(h_.Post("/v1/jobs", alice_, Job({{"budget", nullptr}})).status, 201);
+  // Users see their own jobs only.
+  const json mine = h_.Get("/v1/jobs?state=all", alice_).body["jobs"];
+  EXPECT_EQ(mine.size(), 2u);
+  EXPECT_EQ(h_.Get("/v1/jobs?state=all", carol_).body["jobs"].size(), 0u);
+  EXPECT_EQ(h_.Get("/v1/jobs/" + std::to_string(mine[0]["id"].get<int64_t>()), carol_).status, 403);
+  const json who = h_.Get("/v1/whoami", bob_).body;
+  EXPECT_EQ(who["leads"], json({"olmo"}));
+}
+
+}  // namespace
+}  // namespace hg::server::testing
