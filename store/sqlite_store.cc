@@ -169,7 +169,10 @@ Result<std::vector<BudgetRecord>> BudgetsOn(Db& db) {
       out.push_back(std::move(b));
     }
   }
-  for (const char* table : {"budget_leads", "budget_members"}) {
+  using List = std::vector<std::string> BudgetRecord::*;
+  const std::pair<const char*, List> lists[] = {{"budget_leads", &BudgetRecord::leads},
+                                                {"budget_members", &BudgetRecord::members}};
+  for (const auto& [table, list] : lists) {
     auto st =
         db.Cached(std::string("SELECT budget, principal FROM ") + table + " ORDER BY budget, pos");
     HG_TRY(st);
@@ -180,8 +183,7 @@ Result<std::vector<BudgetRecord>> BudgetsOn(Db& db) {
       auto it = index.find((*st)->Text(0));
       assert(it != index.end());  // foreign key
       if (it == index.end()) continue;
-      auto& b = out[it->second];
-      (table[7] == 'l' ? b.leads : b.members).push_back((*st)->Text(1));
+      (out[it->second].*list).push_back((*st)->Text(1));
     }
   }
   return out;
