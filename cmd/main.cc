@@ -1,6 +1,7 @@
 // The one binary: `hourglass <subcommand>`.
 #include <CLI/CLI.hpp>
 
+#include "cmd/agent_command.h"
 #include "cmd/server_command.h"
 #include "cmd/sim_command.h"
 
@@ -9,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   hg::cmd::AddSimCommand(app, exit_code);
+  hg::cmd::AddAgentCommand(app, exit_code);
   hg::cmd::AddServerCommand(app, exit_code);
   try {
     app.parse(argc, argv);
