@@ -1,0 +1,169 @@
+// Durable submissions per second against a real `hourglass server` process on loopback, with 1, 8
+// and 64 concurrent clients (issue 3, item 9). Each client is a thread with its own connection
+// that submits jobs back to back; a submission counts when the server answered 201, which it does
+// only after the job is committed to SQLite. The baseline, measured in the same run at the same
+// concurrency, is GET /healthz: the cost of an HTTP round trip with no store work, so the ratio
+// says what durability and validation cost.
+//
+//   build/release/bench/submit_load [--seconds 5] [--clients 1,8,64] [--bin
+//   build/release/cmd/hourglass]
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Run {
+  double per_s = 0, p50_ms = 0, p99_ms = 0;
+  int64_t done = 0, errors = 0;
+};
+
+// `clients` threads, each with one keep-alive connection, for `seconds`.
+Run Load(int port, const std::string& token, int clients, double seconds, bool submit) {
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
+  std::vector<int64_t> errors(static_cast<size_t>(clients), 0);
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_keep_alive(true);
+      cli.set_read_timeout(30, 0);
+      const httplib::Headers h{{"Authorization", "Bearer " + token}};
+      const std::string body =
+          Json{{"name", "load-" + std::to_string(c)}, {"gpus", 1}, {"command", {"true"}}}.dump();
+      auto& mine = lat[static_cast<size_t>(c)];
+      while (!stop.load(std::memory_order_relaxed)) {
+        const auto s = Clock::now();
+        auto res = submit ? cli.Post("/v1/jobs", h, body, "application/json") : cli.Get("/healthz");
+        const auto e = Clock::now();
+        if (!res || res->status != (submit ? 201 : 200)) {
+          ++errors[static_cast<size_t>(c)];
+          continue;
+        }
+        mine.push_back(std::chrono::duration<double, std::milli>(e - s).count());
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::vector<double> all;
+  Run r;
+  for (size_t c = 0; c < lat.size(); ++c) {
+    all.insert(all.end(), lat[c].begin(), lat[c].end());
+    r.errors += errors[c];
+  }
+  std::sort(all.begin(), all.end());
+  r.done = static_cast<int64_t>(all.size());
+  r.per_s = static_cast<double>(all.size()) / elapsed;
+  if (!all.empty()) {
+    r.p50_ms = all[all.size() / 2];
+    r.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 5;
+  std::vector<int> clients{1, 8, 64};
+  std::string bin = HOURGLASS_BIN;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--seconds") {
+      seconds = std::stod(v);
+    } else if (a == "--bin") {
+      bin = v;
+    } else if (a == "--clients") {
+      clients.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) clients.push_back(std::stoi(x));
+    } else {
+      std::fprintf(stderr, "submit_load: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / "hg-submit-XXXXXX").string();
+  if (!mkdtemp(dir.data())) return 1;
+  const pid_t server = fork();
+  if (server == 0) {
+    const int fd = open((dir + "/server.log").c_str(), O_WRONLY | O_CREAT, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execl(bin.c_str(), bin.c_str(), "server", "--data", dir.c_str(), "--listen", "127.0.0.1:0",
+          "--port-file", (dir + "/port").c_str(), "--lost-after-s", "100000", nullptr);
+    _exit(127);
+  }
+  int port = 0;
+  for (int i = 0; i < 400 && port == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string p = ReadFile(dir + "/port");
+    if (!p.empty() && p.back() == '\n') port = std::stoi(p);
+  }
+  std::string token = ReadFile(dir + "/admin.token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  int rc = 0;
+  if (port == 0 || token.empty()) {
+    std::fprintf(stderr, "submit_load: server did not start: %s\n",
+                 ReadFile(dir + "/server.log").c_str());
+    rc = 1;
+  } else {
+    // One node, so that submissions fit the cluster; nobody runs its jobs, which stay queued
+    // or "running" on paper, so the machine's two cores serve only the server and the clients.
+    httplib::Client cli("127.0.0.1", port);
+    const httplib::Headers h{{"Authorization", "Bearer " + token}};
+    auto agent = cli.Post("/v1/principals", h, R"({"name":"bench-agent","role":"agent"})",
+                          "application/json");
+    const std::string agent_token =
+        agent && agent->status == 201 ? Json::parse(agent->body)["token"].get<std::string>() : "";
+    cli.Post("/v1/agents/register", {{"Authorization", "Bearer " + agent_token}},
+             R"({"node":"bench-node","gpus":8,"labels":{"block":"b0"},"running":[]})",
+             "application/json");
+    std::printf("%-8s %14s %10s %10s %16s %8s\n", "clients", "submissions/s", "p50 ms", "p99 ms",
+                "healthz/s (base)", "ratio");
+    for (int c : clients) {
+      const Run base = Load(port, token, c, seconds / 2, /*submit=*/false);
+      const Run sub = Load(port, token, c, seconds, /*submit=*/true);
+      std::printf("%-8d %14.0f %10.2f %10.2f %16.0f %8.3f%s\n", c, sub.per_s, sub.p50_ms,
+                  sub.p99_ms, base.per_s, base.per_s > 0 ? sub.per_s / base.per_s : 0.0,
+                  sub.errors || base.errors ? "  (errors seen)" : "");
+      std::fflush(stdout);
+    }
+  }
+  kill(server, SIGTERM);
+  int status = 0;
+  waitpid(server, &status, 0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return rc;
+}
