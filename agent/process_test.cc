@@ -165,7 +165,7 @@ TEST(JobProcess, GraceIsHonouredThenSigkill) {
   auto p = JobProcess::Start(Bash(10, "trap '' TERM; touch " + d / "ready" + "; sleep 30"),
                              d.path(), clock);
   ASSERT_TRUE(WaitFor([&] { return Exists(d / "ready"); }, 5000));
-  const int64_t grace_ms = 600;
+  const int64_t grace_ms = 800;
   const int64_t t0 = MonoMs();
   p->Stop(grace_ms);
   auto r = WaitEnd(*p, 5000);
@@ -174,7 +174,7 @@ TEST(JobProcess, GraceIsHonouredThenSigkill) {
   EXPECT_EQ(r->how, "killed_after_grace");
   EXPECT_EQ(r->signal, SIGKILL);
   EXPECT_GE(took, grace_ms);
-  EXPECT_LT(took, grace_ms + 400);
+  EXPECT_LT(took, grace_ms + 700);  // SIGKILL follows the deadline within a few polls
 }
 
 TEST(JobProcess, DeadlineFollowsTheInjectedClock) {
