@@ -1,6 +1,8 @@
 // Scheduling through the API: real HTTP, real SQLite, fake agents speaking the real protocol.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "server/test_harness.h"
 
 namespace hg::server::testing {
@@ -220,6 +222,101 @@ TEST(Scheduling, SilentNodeIsLostAndItsResumableJobRequeued) {
     if (n["state"] == "lost") lost = true;
   EXPECT_TRUE(lost);
   (void)dead;
+}
+
+TEST(Scheduling, ProtectedJobLeavesADrainOnlyAtTheOperatorsDeadline) {
+  Cluster c;
+  const int64_t f = c.Submit({{"budget", "team"},
+                              {"gpus", 4},
+                              {"gpus_per_node", 4},
+                              {"min_runtime_s", 3600},
+                              {"command", {"x"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(f) || c.n2->Runs(f); }));
+  FakeAgent& fn = c.n1->Runs(f) ? *c.n1 : *c.n2;
+  const std::string node = &fn == c.n1.get() ? "n1" : "n2";
+  const json job = c.Job(f);
+  EXPECT_EQ(job["protected_until"], job["started_at"].get<int64_t>() + 3600);
+  // A drain without a deadline leaves the protected job alone.
+  ASSERT_EQ(c.h.Post("/v1/nodes/" + node + "/drain", c.h.admin(), {{"reason", "disk"}}).status,
+            200);
+  // Several cycles (every 50 ms) go by.
+  (void)Eventually(
+      [&] {
+        c.n1->Beat();
+        c.n2->Beat();
+        return false;
+      },
+      400);
+  EXPECT_EQ(c.Job(f)["state"], "running");
+  // With a deadline that has passed, it is stopped, and the reason names the node.
+  const int64_t now = c.Job(f)["started_at"];
+  ASSERT_EQ(c.h.Post("/v1/nodes/" + node + "/drain", c.h.admin(),
+                     {{"reason", "disk"}, {"deadline_at", now}})
+                .status,
+            200);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(f)["state"] == "stopping"; }));
+  EXPECT_NE(c.Job(f)["reason"].get<std::string>().find("node " + node + " is draining"),
+            std::string::npos)
+      << c.Job(f)["reason"];
+}
+
+TEST(Scheduling, MaxRuntimeEndsTheJobFailed) {
+  Cluster c;
+  const int64_t id = c.Submit({{"gpus", 1}, {"max_runtime_s", 1}, {"command", {"x"}}});
+  FakeAgent* on = nullptr;
+  ASSERT_TRUE(c.BeatUntil([&] {
+    on = c.n1->Runs(id) ? c.n1.get() : c.n2->Runs(id) ? c.n2.get() : nullptr;
+    return on != nullptr;
+  }));
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(id)["state"] == "stopping"; }));
+  on->Exit(id, std::nullopt, 15);
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(id)["state"] == "failed"; }));
+  EXPECT_EQ(c.Job(id)["reason"], "reached its max_runtime");
+}
+
+TEST(Scheduling, LogsAreFetchedFromTheAgentWithItsToken) {
+  Harness h;
+  const std::string agent = h.Principal("agent1", "agent");
+  const std::string alice = h.Principal("alice", "user");
+  const std::string carol = h.Principal("carol", "user");
+  // The agent's log service: the agent token, bytes from an offset, the next offset.
+  httplib::Server logs;
+  std::string seen_path;
+  logs.Get(R"(/logs/(\d+)/(\d+)/(stdout|stderr))",
+           [&](const httplib::Request& req, httplib::Response& res) {
+             if (req.get_header_value("Authorization") != "Bearer " + agent) {
+               res.status = 401;
+               return;
+             }
+             seen_path = req.matches[0];
+             const std::string text = req.matches[3] == "stdout" ? "hello world\n" : "oops\n";
+             const size_t off = std::min(text.size(), std::stoul(req.get_param_value("offset")));
+             res.set_header("X-Hourglass-Offset", std::to_string(text.size()));
+             res.set_content(text.substr(off), "text/plain");
+           });
+  const int port = logs.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { logs.listen_after_bind(); });
+  FakeAgent n1(h, agent, "n1", 1);
+  n1.set_logs_url("http://127.0.0.1:" + std::to_string(port));
+  ASSERT_EQ(n1.Register().status, 200);
+  const int64_t id = h.Post("/v1/jobs", alice, {{"gpus", 1}, {"command", {"echo"}}}).body["id"];
+  const std::string base = "/v1/jobs/" + std::to_string(id) + "/logs";
+  EXPECT_EQ(h.Get(base, alice).status, 409);  // not started yet
+  ASSERT_TRUE(Eventually([&] {
+    n1.Beat();
+    return n1.Runs(id);
+  }));
+  Resp r = h.Get(base + "?offset=6", alice);
+  EXPECT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.text, "world\n");
+  EXPECT_EQ(seen_path, "/logs/" + std::to_string(id) + "/1/stdout");
+  r = h.Get(base + "?stream=stderr", alice);
+  EXPECT_EQ(r.text, "oops\n");
+  EXPECT_EQ(h.Get(base, carol).status, 403);
+  EXPECT_EQ(h.Get(base + "?stream=both", alice).status, 400);
+  EXPECT_EQ(h.Get(base + "?attempt=2", alice).status, 404);
+  logs.stop();
+  t.join();
 }
 
 }  // namespace

@@ -110,16 +110,19 @@ Reply<nlohmann::json> State::JobsJson(const store::PrincipalRecord& who, const s
 }
 
 Reply<nlohmann::json> State::JobEventsJson(const store::PrincipalRecord& who, int64_t id) {
+  nlohmann::json out = nlohmann::json::array();
   {
     std::lock_guard lock(impl_->mu);
     auto it = impl_->jobs.find(id);
     if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
     if (!CanManageJob(who, it->second.rec.user))
       return Refuse(403, "authorization", "not your job");
+    out.push_back({{"at", it->second.rec.submitted_at},
+                   {"kind", "submitted"},
+                   {"reason", "submitted by " + it->second.rec.user}});
   }
   auto ev = impl_->store.JobEvents(id);
   if (!ev) return Refuse(503, "store", ev.error().ToString());
-  nlohmann::json out = nlohmann::json::array();
   for (const auto& e : *ev) out.push_back({{"at", e.at}, {"kind", e.kind}, {"reason", e.reason}});
   return nlohmann::json{{"events", out}};
 }

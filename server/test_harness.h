@@ -113,7 +113,7 @@ class FakeAgent {
                     {"gpus", gpus_},
                     {"labels", {{"block", "b0"}}},
                     {"gpu_source", "virtual"},
-                    {"logs_url", ""},
+                    {"logs_url", logs_url_},
                     {"running", running}});
   }
   // One heartbeat; start orders become running attempts, the orders are returned.
@@ -164,11 +164,13 @@ class FakeAgent {
     return nullptr;
   }
   const std::vector<nlohmann::json>& orders() const { return all_orders_; }
+  void set_logs_url(std::string url) { logs_url_ = std::move(url); }
 
  private:
   Harness& h_;
   std::string token_, node_;
   int gpus_;
+  std::string logs_url_;
   std::map<std::pair<int64_t, int32_t>, nlohmann::json> running_;
   nlohmann::json exited_ = nlohmann::json::array();
   std::vector<nlohmann::json> all_orders_;
