@@ -46,7 +46,8 @@ std::string RenderNodes(const Json& reply) {
 
 CliResult<Request> BuildDrain(const DrainArgs& a, int64_t now_s) {
   if (a.node.empty()) return UsageError("node", "missing");
-  Json body = {{"reason", a.reason}, {"deadline_at", nullptr}};
+  Json body = Json::object();
+  if (!a.reason.empty()) body["reason"] = a.reason;
   if (a.deadline) {
     auto d = ParseDuration(*a.deadline, "--deadline");
     if (!d) return tl::unexpected(UsageError(d.error()));

@@ -175,12 +175,12 @@ std::string RenderUsage(const Json& reply) {
   }
   size_t days = 0;
   for (const Json& b : reply["budgets"]) {
-    if (b.contains("daily_gpu_hours") && b["daily_gpu_hours"].is_array()) {
-      days = std::max(days, b["daily_gpu_hours"].size());
-    }
+    if (b.contains("daily") && b["daily"].is_array()) days = std::max(days, b["daily"].size());
   }
   std::vector<std::string> header = {"BUDGET", "OWED_7D", "DELIVERED_7D", "DELIVERED%"};
-  for (size_t d = days; d > 0; --d) header.push_back(d == 1 ? "TODAY" : fmt::format("D-{}", d - 1));
+  for (size_t d = days; d > 0; --d) {
+    header.push_back(d == 1 ? "LAST_24H" : fmt::format("DAY-{}", d - 1));
+  }
   Table t(header);
   for (size_t c = 1; c < header.size(); ++c) t.AlignRight(c);
   for (const Json& b : reply["budgets"]) {
@@ -188,14 +188,15 @@ std::string RenderUsage(const Json& reply) {
     std::vector<std::string> row = {path == "-" ? Text(b, "name") : path,
                                     Hours(b, "owed_7d_gpu_hours"),
                                     Hours(b, "delivered_7d_gpu_hours"), DeliveredPercent(b)};
-    if (b.contains("daily_gpu_hours") && b["daily_gpu_hours"].is_array()) {
-      for (const Json& h : b["daily_gpu_hours"]) {
-        row.push_back(h.is_number() ? FormatNumber(h.get<double>()) : "-");
+    if (b.contains("daily") && b["daily"].is_array()) {
+      // Each day as delivered/owed GPU-hours, oldest first.
+      for (const Json& d : b["daily"]) {
+        row.push_back(Hours(d, "delivered_gpu_hours") + "/" + Hours(d, "owed_gpu_hours"));
       }
     }
     t.Add(std::move(row));
   }
-  return t.Render() + "(GPU-hours; daily columns oldest first, TODAY = the current day so far)\n";
+  return t.Render() + "(GPU-hours; daily columns are delivered/owed per 24 hours, oldest first)\n";
 }
 
 CliResult<void> RunBudgets(Client& c, bool json, std::ostream& out) {

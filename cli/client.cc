@@ -5,6 +5,28 @@
 #include <strings.h>
 
 namespace hg::cli {
+namespace {
+
+// httplib's error names ("Connection", "Read") in words a user can act on.
+std::string TransportError(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection:
+      return "connection refused or no route (is the server running there?)";
+    case httplib::Error::ConnectionTimeout:
+      return "timed out connecting";
+    case httplib::Error::Read:
+      return "no answer (the connection closed or the read timed out)";
+    case httplib::Error::Write:
+      return "could not send the request";
+    case httplib::Error::SSLConnection:
+    case httplib::Error::SSLServerVerification:
+      return "TLS handshake failed";
+    default:
+      return httplib::to_string(e);
+  }
+}
+
+}  // namespace
 
 CliError UsageError(const Error& e) {
   return CliError{kExitUsage, e.field, [&] {
@@ -102,7 +124,7 @@ CliResult<HttpResponse> Client::Send(const std::string& method, const std::strin
   if (!res) {
     return tl::unexpected(
         CliError{kExitUnreachable, "server",
-                 fmt::format("cannot reach {}: {}", config_.url, httplib::to_string(res.error()))});
+                 fmt::format("cannot reach {}: {}", config_.url, TransportError(res.error()))});
   }
   if (res->status < 200 || res->status > 299) {
     CliError e = ErrorFromResponse(res->status, res->body);

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/agent_command.h"
+#include "cmd/cli_commands.h"
 #include "cmd/placement_command.h"
 #include "cmd/server_command.h"
 #include "cmd/sim_command.h"
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   hg::cmd::AddSimCommand(app, exit_code);
   hg::cmd::AddAgentCommand(app, exit_code);
   hg::cmd::AddServerCommand(app, exit_code);
+  hg::cmd::AddCliCommands(app, exit_code);
   hg::cmd::AddPlacementCommand(app, exit_code);
   try {
     app.parse(argc, argv);
