@@ -13,8 +13,8 @@
 #include "sim/engine.h"
 #include "sim/html_report.h"
 #include "sim/lab_month.h"
-#include "sim/philly.h"
 #include "sim/progress.h"
+#include "sim/trace.h"
 
 namespace hg::cmd {
 namespace {
@@ -34,6 +34,7 @@ struct CompareArgs {
   double unfunded_fraction = 0;
   int64_t debug_max_minutes = 30;
   double end_days = 0;
+  std::string map, cluster, budgets;  // csv/jsonl traces
   std::string html;
   std::string json;
   bool quiet = false;
@@ -62,6 +63,19 @@ Result<void> CheckOutput(const std::string& option, const std::string& path) {
   return {};
 }
 
+// The loaders name their inputs by role ("workload", "oversubscription"); the user knows them as
+// this command's options and paths.
+Error WithOptions(Error e, const CompareArgs& a) {
+  if (e.field == "--trace") e.field = "--workload";
+  if (e.field == "oversubscription") e.field = "--oversubscription";
+  if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
+  if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
+  if (e.file == "workload") e.file = a.workload;
+  if (e.file == "cluster") e.file = a.cluster.empty() ? a.workload : a.cluster;
+  if (e.file == "budgets") e.file = a.budgets.empty() ? a.workload : a.budgets;
+  return e;
+}
+
 struct Input {
   sim::Scenario scenario;
   std::string mapping;
@@ -75,30 +89,26 @@ Result<Input> LoadInput(const CompareArgs& a) {
     if (a.scenario != sim::kLabMonthName)
       return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
     if (a.trace_tuned)
-      return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes/--format",
+      return Fail("--format/--oversubscription/--unfunded-fraction/--debug-max-minutes/--map",
                   "apply only to a trace given with --workload");
     in.scenario = sim::MakeLabMonth(a.seed);
     in.mapping = "";
   } else {
     if (a.workload.empty()) return Fail("--workload", "give --workload FILE or --scenario NAME");
-    if (a.format != "auto" && a.format != "philly")
-      return Fail("--format", "'" + a.format + "' is not readable yet (known: auto, philly)");
-    sim::PhillyOptions po;
-    po.oversubscription = a.oversubscription;
-    po.unfunded_fraction = a.unfunded_fraction;
-    po.debug_max_minutes = a.debug_max_minutes;
-    po.seed = a.seed;
-    auto sc = sim::LoadPhilly(a.workload, po);
-    if (!sc) {
-      Error e = sc.error();
-      if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = a.workload;
-      if (e.field == "oversubscription") e.field = "--oversubscription";
-      if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
-      if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
-      return tl::unexpected(e);
-    }
-    in.scenario = std::move(*sc);
-    in.mapping = sim::DescribeMapping(in.scenario, po);
+    sim::TraceOptions to;
+    to.path = a.workload;
+    to.format = a.format;
+    to.oversubscription = a.oversubscription;
+    to.seed = a.seed;
+    to.debug_max_minutes = a.debug_max_minutes;
+    to.unfunded_fraction = a.unfunded_fraction;
+    to.map = a.map;
+    to.cluster = a.cluster;
+    to.budgets = a.budgets;
+    auto t = sim::LoadTrace(to);
+    if (!t) return tl::unexpected(WithOptions(t.error(), a));
+    in.scenario = std::move(t->scenario);
+    in.mapping = std::move(t->mapping);
   }
   if (a.end_days > 0) in.scenario.end = Seconds(static_cast<int64_t>(a.end_days * 86400));
   return in;
@@ -137,11 +147,8 @@ int RunCompare(const CompareArgs& a) {
 
   auto in = LoadInput(a);
   if (!in) return fail(in.error());
-  if (auto ok = sim::Validate(in->scenario, opt.policy); !ok) {
-    Error e = ok.error();
-    if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = a.workload;
-    return fail(e);
-  }
+  if (auto ok = sim::Validate(in->scenario, opt.policy); !ok)
+    return fail(WithOptions(ok.error(), a));
 
   sim::Comparison cmp;
   cmp.mapping = in->mapping;
@@ -183,9 +190,15 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* cmp = sim.add_subcommand(
       "compare", "Compare policies on one workload: a table, an HTML report with charts, JSON");
-  cmp->add_option("--workload", args->workload, "Trace file (Philly per-job CSV)");
+  cmp->add_option("--workload", args->workload,
+                  "Trace: a file, or the openb directory (formats in docs/formats.md)");
   auto* format =
-      cmp->add_option("--format", args->format, "Trace format: auto|philly")->capture_default_str();
+      cmp->add_option("--format", args->format, std::string("Trace format: ") + sim::kTraceFormats)
+          ->capture_default_str();
+  auto* map = cmp->add_option("--map", args->map,
+                              "csv/jsonl: column mapping, e.g. submit=Submit,duration=Elapsed,...");
+  auto* cluster = cmp->add_option("--cluster", args->cluster, "csv/jsonl: cluster CSV (optional)");
+  auto* budgets = cmp->add_option("--budgets", args->budgets, "csv/jsonl: budget TOML (optional)");
   cmp->add_option("--scenario", args->scenario, "Built-in scenario instead of a trace: lab-month");
   cmp->add_option("--seed", args->seed,
                   "Seed of the built-in scenario, or of the trace's researcher assignment")
@@ -205,8 +218,10 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   cmp->add_option("--html", args->html, "Write the HTML report (charts inline) to FILE");
   cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");
   cmp->add_flag("--quiet", args->quiet, "No progress line");
-  cmp->callback([args, format, over, unfunded, debug, &exit_code] {
-    args->trace_tuned = format->count() + over->count() + unfunded->count() + debug->count() > 0;
+  cmp->callback([args, format, map, cluster, budgets, over, unfunded, debug, &exit_code] {
+    args->trace_tuned = format->count() + map->count() + cluster->count() + budgets->count() +
+                            over->count() + unfunded->count() + debug->count() >
+                        0;
     exit_code = RunCompare(*args);
     // Ends the parse here: without it `sim`'s callback would run a plain simulation next.
     throw CLI::RuntimeError(exit_code);
