@@ -17,6 +17,7 @@
 #include "sim/progress.h"
 #include "sim/report.h"
 #include "sim/scenario_io.h"
+#include "sim/trace.h"
 
 namespace hg::cmd {
 namespace {
@@ -30,6 +31,7 @@ struct SimArgs {
   std::string cluster, budgets, workload, events;
   std::string write_dir;
   std::string philly;
+  std::string trace, trace_format = "auto", trace_map;  // --trace FILE --format F --map SPEC
   sim::PhillyOptions philly_opt;
   bool philly_tuned = false;  // a Philly-only option was given
   double end_days = 0;
@@ -50,9 +52,10 @@ std::vector<std::string> Split(const std::string& s) {
 
 // Maps the engine's file tokens ("workload", ...) to the paths the user gave.
 Error WithPath(Error e, const SimArgs& a) {
-  if (!a.philly.empty()) {
+  if (!a.philly.empty() || !a.trace.empty()) {
     // The scenario's parts all come from the trace; the adapter's option names become flags.
-    if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = a.philly;
+    const std::string& trace = a.philly.empty() ? a.trace : a.philly;
+    if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = trace;
     if (e.field == "oversubscription") e.field = "--oversubscription";
     if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
     if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
@@ -64,18 +67,40 @@ Error WithPath(Error e, const SimArgs& a) {
   return e;
 }
 
-Result<sim::Scenario> LoadScenario(const SimArgs& a) {
+// `mapping` receives how a trace became the scenario (empty for scenario files).
+Result<sim::Scenario> LoadScenario(const SimArgs& a, std::string& mapping) {
   sim::Scenario sc;
-  if (a.philly_tuned && a.philly.empty())
+  if (a.philly_tuned && a.philly.empty() && a.trace.empty())
     return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes",
-                "apply only to a trace; give --philly FILE");
-  if (!a.philly.empty()) {
+                "apply only to a trace; give --trace FILE or --philly FILE");
+  if (a.trace.empty() && (a.trace_format != "auto" || !a.trace_map.empty()))
+    return Fail("--format/--map", "apply only to a trace; give --trace FILE");
+  if (!a.trace.empty()) {
+    // A csv/jsonl trace may take its cluster and budget tree from --cluster and --budgets.
+    if (!a.philly.empty() || !a.scenario.empty() || !a.workload.empty() || !a.events.empty())
+      return Fail("--trace", "give either --trace or --philly or --scenario or the scenario files");
+    sim::TraceOptions t;
+    t.path = a.trace;
+    t.format = a.trace_format;
+    t.map = a.trace_map;
+    t.cluster = a.cluster;
+    t.budgets = a.budgets;
+    t.seed = a.seed;
+    t.oversubscription = a.philly_opt.oversubscription;
+    t.debug_max_minutes = a.philly_opt.debug_max_minutes;
+    t.unfunded_fraction = a.philly_opt.unfunded_fraction;
+    auto loaded = sim::LoadTrace(t);
+    if (!loaded) return tl::unexpected(loaded.error());
+    sc = std::move(loaded->scenario);
+    mapping = std::move(loaded->mapping);
+  } else if (!a.philly.empty()) {
     if (!a.scenario.empty() || !a.cluster.empty() || !a.workload.empty() || !a.budgets.empty() ||
         !a.events.empty())
       return Fail("--philly", "give either --philly or --scenario or the scenario files");
     auto p = sim::LoadPhilly(a.philly, a.philly_opt);
     if (!p) return tl::unexpected(p.error());
     sc = std::move(*p);
+    mapping = sim::DescribeMapping(sc, a.philly_opt);
   } else if (!a.scenario.empty()) {
     if (a.scenario != sim::kLabMonthName)
       return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
@@ -125,7 +150,8 @@ int RunSim(const SimArgs& a) {
   if (!(po.unfunded_fraction >= 0 && po.unfunded_fraction <= 1))
     return fail(Error{"--unfunded-fraction", "must be within [0, 1]", {}, 0});
   if (po.debug_max_minutes < 0) return fail(Error{"--debug-max-minutes", "must be >= 0", {}, 0});
-  auto sc = LoadScenario(a);
+  std::string mapping;
+  auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
   sim::SimOptions opt;
   opt.interval = Seconds(a.interval);
@@ -148,7 +174,7 @@ int RunSim(const SimArgs& a) {
               << static_cast<double>(sc->end.value()) / 86400.0 << "\n";
   }
   // Results from a trace are only meaningful with what the adapter invented next to them.
-  if (!a.philly.empty()) std::cerr << sim::DescribeMapping(*sc, a.philly_opt);
+  std::cerr << mapping;
   std::ostringstream log;
   std::vector<sim::SimResult> runs;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
@@ -214,7 +240,8 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "Microsoft Philly trace CSV (timestamp,duration,num_gpus,cluster); budgets, "
                   "classes and cluster size are derived and printed");
   auto* over = sim->add_option("--oversubscription", args->philly_opt.oversubscription,
-                               "With --philly: mean offered load / cluster GPUs")
+                               "With --philly, or a csv/jsonl --trace without --cluster: mean "
+                               "offered load / cluster GPUs")
                    ->capture_default_str();
   auto* unfunded = sim->add_option("--unfunded-fraction", args->philly_opt.unfunded_fraction,
                                    "With --philly: share of non-debug jobs made unfunded")
@@ -222,6 +249,14 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   auto* debug = sim->add_option("--debug-max-minutes", args->philly_opt.debug_max_minutes,
                                 "With --philly: a 1-GPU job this short or shorter is debug")
                     ->capture_default_str();
+  sim->add_option("--trace", args->trace,
+                  "Trace file (or the openb directory); the mapping is derived and printed");
+  sim->add_option("--format", args->trace_format,
+                  std::string("With --trace: ") + sim::kTraceFormats)
+      ->capture_default_str();
+  sim->add_option("--map", args->trace_map,
+                  "With a csv/jsonl --trace: FIELD=COLUMN,... e.g. "
+                  "submit=Submit,duration=Elapsed,gpus=AllocTRES:gres/gpu,budget=Account");
   sim->add_flag("--quiet", args->quiet, "No progress line");
   AddCompareCommand(*sim, exit_code);
   sim->callback([args, over, unfunded, debug, &exit_code] {

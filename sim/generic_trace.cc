@@ -535,7 +535,7 @@ Result<Scenario> ParseGenericTrace(std::string_view text, const std::string& fil
                                    " (the derived tree names the program 'site', projects by "
                                    "budget value and leaves '<budget>.<user>')"));
   }
-  int64_t last = 0, longest = 0;
+  int64_t last = 0;
   int32_t largest = 0;
   double gpu_seconds = 0;
   for (size_t i = 0; i < kept.size(); ++i) {
@@ -547,7 +547,6 @@ Result<Scenario> ParseGenericTrace(std::string_view text, const std::string& fil
     s.submit = Seconds(p.submit - st.origin);
     last = std::max(last, s.submit.value());
     j.duration = Seconds(p.duration);
-    longest = std::max(longest, p.duration);
     s.gpus = Gpus(p.gpus);
     largest = std::max(largest, p.gpus);
     gpu_seconds += static_cast<double>(p.gpus) * static_cast<double>(p.duration);
@@ -568,7 +567,12 @@ Result<Scenario> ParseGenericTrace(std::string_view text, const std::string& fil
     sc.nodes = *opt.cluster;
   } else {
     st.derived_cluster = true;
-    const double span = static_cast<double>(last > 0 ? last : std::max<int64_t>(longest, 1));
+    // Over the window from the first submit to the last end, not just the arrivals: a short
+    // export of long jobs would otherwise ask for a cluster far larger than its load.
+    int64_t window = 1;
+    for (const SimJob& j : sc.jobs)
+      window = std::max(window, j.spec.submit.value() + j.duration.value());
+    const double span = static_cast<double>(window);
     const double wanted_nodes = std::ceil(gpu_seconds / span / opt.oversubscription / kGpusPerNode);
     const double nodes =
         std::max({wanted_nodes, std::ceil(static_cast<double>(largest) / kGpusPerNode), 1.0});
@@ -623,7 +627,8 @@ std::string DescribeGenericMapping(const Scenario& sc, const GenericOptions& opt
   if (st.derived_cluster)
     out += fmt::format(
         "  cluster (derived): {} nodes x {} GPUs = {} GPUs, sized as ceil(mean offered load / "
-        "oversubscription {} / 8) and at least the largest job, as for Philly\n",
+        "oversubscription {} / 8) and at least the largest job; mean offered load = GPU-seconds / "
+        "(last end - first submit)\n",
         sc.nodes.size(), kGpusPerNode, gpus, opt.oversubscription);
   else
     out += fmt::format("  cluster (given): {} nodes, {} GPUs\n", sc.nodes.size(), gpus);
