@@ -2,6 +2,9 @@
 // changes nothing.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <thread>
+
 #include "server/test_harness.h"
 
 namespace hg::server::testing {
@@ -185,6 +188,33 @@ TEST_F(Api, Roles) {
   EXPECT_EQ(h_.Get("/v1/jobs/" + std::to_string(mine[0]["id"].get<int64_t>()), carol_).status, 403);
   const json who = h_.Get("/v1/whoami", bob_).body;
   EXPECT_EQ(who["leads"], json({"olmo"}));
+}
+
+TEST_F(Api, SixtyFourConcurrentClientsEachGetTheirOwnDurableId) {
+  constexpr int kClients = 64, kEach = 10;
+  std::vector<std::vector<int64_t>> ids(kClients);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c)
+    threads.emplace_back([&, c] {
+      for (int i = 0; i < kEach; ++i) {
+        const Resp r = h_.Post("/v1/jobs", alice_, Job({{"budget", nullptr}, {"gpus", 16}}));
+        if (r.status == 201)
+          ids[static_cast<size_t>(c)].push_back(r.body["id"]);
+        else
+          ADD_FAILURE() << r.status << " " << r.text;
+      }
+    });
+  for (auto& t : threads) t.join();
+  std::set<int64_t> all;
+  for (const auto& v : ids) all.insert(v.begin(), v.end());
+  EXPECT_EQ(all.size(), static_cast<size_t>(kClients * kEach));
+  // Every acknowledged job is in the store: a restart shows them all.
+  h_.StopServer();
+  h_.StartServer();
+  const json jobs = h_.Get("/v1/jobs?state=all", h_.admin()).body["jobs"];
+  std::set<int64_t> stored;
+  for (const auto& j : jobs) stored.insert(j["id"].get<int64_t>());
+  EXPECT_EQ(stored, all);
 }
 
 }  // namespace

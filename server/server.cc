@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +62,14 @@ Result<void> Server::Start() {
   http_->set_read_timeout(10, 0);
   http_->set_write_timeout(10, 0);
   InstallRoutes(*http_, *state_);
+  // The packaged httplib listens with a backlog of 5, so a burst of 64 clients connecting at
+  // once overflows it and connections stall for a SYN retry. Remember the listening socket and
+  // widen the backlog after the bind.
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   if (opt_.port == 0) {
     port_ = http_->bind_to_any_port(opt_.host);
     if (port_ <= 0) return Fail("--listen", "cannot bind " + opt_.host);
@@ -69,6 +78,8 @@ Result<void> Server::Start() {
       return Fail("--listen", "cannot bind " + opt_.host + ":" + std::to_string(opt_.port));
     port_ = opt_.port;
   }
+  if (listen_fd >= 0) ::listen(listen_fd, 1024);
+  http_->set_socket_options(httplib::default_socket_options);  // drop the reference to a local
   scheduler_->Start();
   http_thread_ = std::thread([this] { http_->listen_after_bind(); });
   return {};
