@@ -426,7 +426,7 @@ std::string ChartsHtml(const ChartData& d, const SimResult& first) {
 constexpr const char* kCss =
     R"(body{font-family:sans-serif;margin:24px auto;max-width:900px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}
-pre{background:#f6f6f6;padding:8px;font-size:12px;overflow-x:auto}
+pre{background:#f6f6f6;padding:8px;font-size:12px;white-space:pre-wrap}
 table{border-collapse:collapse;font-size:12px}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
