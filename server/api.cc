@@ -91,7 +91,10 @@ httplib::Server::Handler Wrap(State& state, Access access, Handler h) {
     if (out->is_text)
       res.set_content(out->text, "text/plain");
     else
-      res.set_content(out->body.dump(), "application/json");
+      // Replace rather than throw on invalid UTF-8 (input JSON is validated by the parser; this
+      // guards text from elsewhere, such as an agent's error message).
+      res.set_content(out->body.dump(-1, ' ', false, json::error_handler_t::replace),
+                      "application/json");
   };
 }
 

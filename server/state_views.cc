@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "server/auth.h"
+#include "server/metrics.h"
 #include "server/state.h"
 #include "server/state_impl.h"
 
@@ -13,26 +14,6 @@ namespace {
 template <class T>
 nlohmann::json Opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-std::string Num(double v) {
-  std::ostringstream os;
-  os.precision(10);
-  os << v;
-  return os.str();
-}
-
-std::string Escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (c == '\n') {
-      o += "\\n";
-      continue;
-    }
-    o += c;
-  }
-  return o;
 }
 
 }  // namespace
@@ -276,55 +257,32 @@ nlohmann::json State::NodesJson() {
 
 std::string State::MetricsText() {
   Impl& s = *impl_;
-  std::lock_guard lock(s.mu);
-  s.Account(s.NowS());
-  if (s.counts_dirty) s.Recount();
-  std::ostringstream o;
-  o << "# TYPE hourglass_queue_jobs gauge\n";
-  o << "hourglass_queue_jobs{funded=\"true\"} " << s.pending_funded.size() << "\n";
-  o << "hourglass_queue_jobs{funded=\"false\"} " << s.pending_unfunded.size() << "\n";
-  int64_t funded = 0, unfunded = 0;
-  for (int64_t id : s.running) {
-    const JobRt& j = s.jobs.at(id);
-    (j.rec.budget.empty() ? unfunded : funded) += j.rec.gpus;
+  MetricsInput in;
+  {
+    std::lock_guard lock(s.mu);
+    s.Account(s.NowS());
+    if (s.counts_dirty) s.Recount();
+    in.queue_funded = static_cast<int64_t>(s.pending_funded.size());
+    in.queue_unfunded = static_cast<int64_t>(s.pending_unfunded.size());
+    for (int64_t id : s.running) {
+      const JobRt& j = s.jobs.at(id);
+      (j.rec.budget.empty() ? in.running_unfunded_gpus : in.running_funded_gpus) += j.rec.gpus;
+    }
+    in.capacity_gpus = s.capacity;
+    in.cycle_seconds.assign(s.cycle_seconds.begin(), s.cycle_seconds.end());
+    in.cycle_seconds_sum = s.cycle_seconds_sum;
+    in.cycle_count = s.cycle_count;
+    in.preemptions = s.preemptions_total;
+    for (BudgetId b : s.tree.Visible()) {
+      if (b == kRootBudget) continue;
+      in.owed_gpu_hours.push_back({s.tree.path(b), s.owed->Usage(b) / 3600.0});
+      in.delivered_gpu_hours.push_back({s.tree.path(b), s.delivered->Usage(b) / 3600.0});
+    }
+    in.nodes = {{"ready", 0}, {"draining", 0}, {"drained", 0}, {"lost", 0}};
+    for (const NodeRt& rt : s.node_rt) ++in.nodes[rt.rec.state];
+    in.submissions = s.submissions_total;
   }
-  o << "# TYPE hourglass_running_gpus gauge\n";
-  o << "hourglass_running_gpus{funded=\"true\"} " << funded << "\n";
-  o << "hourglass_running_gpus{funded=\"false\"} " << unfunded << "\n";
-  o << "# TYPE hourglass_capacity_gpus gauge\n";
-  o << "hourglass_capacity_gpus " << Num(s.capacity) << "\n";
-  o << "# TYPE hourglass_cycle_seconds summary\n";
-  std::vector<double> c(s.cycle_seconds.begin(), s.cycle_seconds.end());
-  std::sort(c.begin(), c.end());
-  for (double q : {0.5, 0.99}) {
-    const double v =
-        c.empty() ? 0.0
-                  : c[std::min(c.size() - 1,
-                               static_cast<size_t>(std::floor(q * static_cast<double>(c.size()))))];
-    o << "hourglass_cycle_seconds{quantile=\"" << q << "\"} " << Num(v) << "\n";
-  }
-  o << "hourglass_cycle_seconds_sum " << Num(s.cycle_seconds_sum) << "\n";
-  o << "hourglass_cycle_seconds_count " << s.cycle_count << "\n";
-  o << "# TYPE hourglass_preemptions_total counter\n";
-  for (const auto& [reason, n] : s.preemptions_total)
-    o << "hourglass_preemptions_total{reason=\"" << Escape(reason) << "\"} " << n << "\n";
-  o << "# TYPE hourglass_budget_owed_gpu_hours gauge\n";
-  for (BudgetId b : s.tree.Visible())
-    if (b != kRootBudget)
-      o << "hourglass_budget_owed_gpu_hours{budget=\"" << Escape(s.tree.path(b)) << "\"} "
-        << Num(s.owed->Usage(b) / 3600.0) << "\n";
-  o << "# TYPE hourglass_budget_delivered_gpu_hours gauge\n";
-  for (BudgetId b : s.tree.Visible())
-    if (b != kRootBudget)
-      o << "hourglass_budget_delivered_gpu_hours{budget=\"" << Escape(s.tree.path(b)) << "\"} "
-        << Num(s.delivered->Usage(b) / 3600.0) << "\n";
-  std::map<std::string, int> states{{"ready", 0}, {"draining", 0}, {"drained", 0}, {"lost", 0}};
-  for (const NodeRt& rt : s.node_rt) ++states[rt.rec.state];
-  o << "# TYPE hourglass_nodes gauge\n";
-  for (const auto& [st, n] : states) o << "hourglass_nodes{state=\"" << st << "\"} " << n << "\n";
-  o << "# TYPE hourglass_submissions_total counter\n";
-  o << "hourglass_submissions_total " << s.submissions_total << "\n";
-  return o.str();
+  return RenderMetrics(std::move(in));
 }
 
 }  // namespace hg::server

@@ -1,0 +1,80 @@
+#include "server/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace hg::server {
+namespace {
+
+std::string Num(double v) {
+  std::ostringstream os;
+  os.precision(10);
+  os << v;
+  return os.str();
+}
+
+// Label values escape backslash, quote and newline (the exposition format's rule).
+std::string Label(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+}  // namespace
+
+double Quantile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+std::string RenderMetrics(MetricsInput in) {
+  std::ostringstream o;
+  o << "# HELP hourglass_queue_jobs Pending jobs.\n# TYPE hourglass_queue_jobs gauge\n";
+  o << "hourglass_queue_jobs{funded=\"true\"} " << in.queue_funded << "\n";
+  o << "hourglass_queue_jobs{funded=\"false\"} " << in.queue_unfunded << "\n";
+  o << "# HELP hourglass_running_gpus GPUs held by running jobs.\n"
+       "# TYPE hourglass_running_gpus gauge\n";
+  o << "hourglass_running_gpus{funded=\"true\"} " << in.running_funded_gpus << "\n";
+  o << "hourglass_running_gpus{funded=\"false\"} " << in.running_unfunded_gpus << "\n";
+  o << "# HELP hourglass_capacity_gpus GPUs on ready nodes.\n"
+       "# TYPE hourglass_capacity_gpus gauge\n";
+  o << "hourglass_capacity_gpus " << Num(in.capacity_gpus) << "\n";
+  o << "# HELP hourglass_cycle_seconds Scheduling cycle latency.\n"
+       "# TYPE hourglass_cycle_seconds summary\n";
+  for (double q : {0.5, 0.99})
+    o << "hourglass_cycle_seconds{quantile=\"" << q << "\"} " << Num(Quantile(in.cycle_seconds, q))
+      << "\n";
+  o << "hourglass_cycle_seconds_sum " << Num(in.cycle_seconds_sum) << "\n";
+  o << "hourglass_cycle_seconds_count " << in.cycle_count << "\n";
+  o << "# HELP hourglass_preemptions_total Jobs stopped by the policy, by reason.\n"
+       "# TYPE hourglass_preemptions_total counter\n";
+  for (const auto& [reason, n] : in.preemptions)
+    o << "hourglass_preemptions_total{reason=\"" << Label(reason) << "\"} " << n << "\n";
+  o << "# HELP hourglass_budget_owed_gpu_hours Owed GPU-hours in the 7-day window.\n"
+       "# TYPE hourglass_budget_owed_gpu_hours gauge\n";
+  for (const auto& [path, v] : in.owed_gpu_hours)
+    o << "hourglass_budget_owed_gpu_hours{budget=\"" << Label(path) << "\"} " << Num(v) << "\n";
+  o << "# HELP hourglass_budget_delivered_gpu_hours Delivered GPU-hours in the 7-day window.\n"
+       "# TYPE hourglass_budget_delivered_gpu_hours gauge\n";
+  for (const auto& [path, v] : in.delivered_gpu_hours)
+    o << "hourglass_budget_delivered_gpu_hours{budget=\"" << Label(path) << "\"} " << Num(v)
+      << "\n";
+  o << "# HELP hourglass_nodes Nodes by state.\n# TYPE hourglass_nodes gauge\n";
+  for (const auto& [st, n] : in.nodes) o << "hourglass_nodes{state=\"" << st << "\"} " << n << "\n";
+  o << "# HELP hourglass_submissions_total Accepted submissions since the server started.\n"
+       "# TYPE hourglass_submissions_total counter\n";
+  o << "hourglass_submissions_total " << in.submissions << "\n";
+  return o.str();
+}
+
+}  // namespace hg::server

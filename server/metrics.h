@@ -1,0 +1,32 @@
+// The Prometheus text of GET /metrics (docs/api.md "Health and metrics") from plain numbers the
+// state gathers under its lock; rendering happens here, apart from the domain.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hg::server {
+
+struct MetricsInput {
+  int64_t queue_funded = 0, queue_unfunded = 0;
+  int64_t running_funded_gpus = 0, running_unfunded_gpus = 0;
+  double capacity_gpus = 0;
+  std::vector<double> cycle_seconds;  // the last cycles (up to 1024), any order
+  double cycle_seconds_sum = 0;
+  int64_t cycle_count = 0;
+  std::map<std::string, int64_t> preemptions;                       // by reason code
+  std::vector<std::pair<std::string, double>> owed_gpu_hours;       // by budget path
+  std::vector<std::pair<std::string, double>> delivered_gpu_hours;  // by budget path
+  std::map<std::string, int64_t> nodes;                             // by state
+  int64_t submissions = 0;
+};
+
+std::string RenderMetrics(MetricsInput in);
+
+// Quantile q in [0, 1] of `v` (nearest rank); 0 when empty. Sorts `v`.
+double Quantile(std::vector<double>& v, double q);
+
+}  // namespace hg::server

@@ -1,0 +1,45 @@
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace hg::server {
+namespace {
+
+TEST(Metrics, QuantileIsTheNearestRank) {
+  std::vector<double> v;
+  EXPECT_EQ(Quantile(v, 0.5), 0.0);
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  EXPECT_EQ(Quantile(v, 0.5), 50.0);
+  EXPECT_EQ(Quantile(v, 0.99), 99.0);
+  EXPECT_EQ(Quantile(v, 1.0), 100.0);
+}
+
+TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
+  MetricsInput in;
+  in.queue_funded = 3;
+  in.running_unfunded_gpus = 8;
+  in.capacity_gpus = 16;
+  in.cycle_seconds = {0.002, 0.001, 0.004};
+  in.cycle_seconds_sum = 0.007;
+  in.cycle_count = 3;
+  in.preemptions = {{"preempt_for_funded", 2}};
+  in.owed_gpu_hours = {{"ai/\"x\"", 1.5}};
+  in.delivered_gpu_hours = {{"ai", 0.25}};
+  in.nodes = {{"lost", 0}, {"ready", 2}};
+  in.submissions = 7;
+  const std::string t = RenderMetrics(in);
+  for (const char* line :
+       {"hourglass_queue_jobs{funded=\"true\"} 3\n", "hourglass_queue_jobs{funded=\"false\"} 0\n",
+        "hourglass_running_gpus{funded=\"false\"} 8\n", "hourglass_capacity_gpus 16\n",
+        "hourglass_cycle_seconds{quantile=\"0.5\"} 0.002\n",
+        "hourglass_cycle_seconds{quantile=\"0.99\"} 0.004\n", "hourglass_cycle_seconds_count 3\n",
+        "hourglass_preemptions_total{reason=\"preempt_for_funded\"} 2\n",
+        "hourglass_budget_owed_gpu_hours{budget=\"ai/\\\"x\\\"\"} 1.5\n",
+        "hourglass_budget_delivered_gpu_hours{budget=\"ai\"} 0.25\n",
+        "hourglass_nodes{state=\"ready\"} 2\n", "hourglass_submissions_total 7\n",
+        "# TYPE hourglass_cycle_seconds summary\n"})
+    EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
+}
+
+}  // namespace
+}  // namespace hg::server
