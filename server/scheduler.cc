@@ -44,7 +44,7 @@ void Scheduler::Loop() {
   std::unique_lock lock(mu_);
   // Events trigger a cycle, but cycles are at least this far apart, so a burst of submissions
   // (64 clients) shares cycles instead of queueing one per submission behind the state's lock.
-  const int64_t min_gap = std::min<int64_t>(interval_ms_, 20);
+  const int64_t min_gap = std::min<int64_t>(interval_ms_, 50);
   int64_t last = clock_.NowMs() - interval_ms_;
   while (!stop_) {
     const int64_t now = clock_.NowMs();

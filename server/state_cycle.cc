@@ -372,7 +372,9 @@ Result<void> State::RunCycle() {
   snap.pending_funded = pf;
   snap.pending_unfunded = pu;
   snap.running = run;
-  snap.explain = true;
+  // Explanations cost a pass over the whole queue: every cycle while it is short, every tenth
+  // cycle once it is long (reasons and estimates then lag by a few seconds).
+  snap.explain = pf.size() + pu.size() <= 2000 || s.cycle_count % 10 == 0;
   const Decisions d = s.policy->Cycle(snap);
 
   for (const StopDecision& st : d.stops) {
