@@ -460,7 +460,7 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
             sl.start_sent_seq = -1;
           else
             sl.start_sent_seq = std::max<int64_t>(sl.start_sent_seq, 0);
-          sl.stop_sent = false;
+          sl.stop_sent_seq = -1;
           sl.misses = 0;
         }
     }
@@ -592,13 +592,16 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
         if (!j.stopping && sl.start_sent_seq < 0) {
           orders.push_back(s.StartOrder(j, k));
           sl.start_sent_seq = seq;
-        } else if (j.stopping && !sl.stop_sent) {
+        } else if (j.stopping && (sl.stop_sent_seq < 0 || (listed.count({id, j.rec.attempts}) &&
+                                                           seq - sl.stop_sent_seq >= 5))) {
+          // Sent again every few heartbeats while the agent still runs it, in case a reply
+          // carrying it was lost (the agent keeps the earliest SIGKILL deadline).
           orders.push_back({{"type", "stop"},
                             {"job", id},
                             {"attempt", j.rec.attempts},
                             {"grace_s", j.rec.grace_s},
                             {"reason", j.rec.reason}});
-          sl.stop_sent = true;
+          sl.stop_sent_seq = seq;
         }
       }
     }

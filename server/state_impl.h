@@ -28,7 +28,7 @@ struct SliceRt {
   size_t node = 0;
   std::vector<int> gpu_idx;
   int64_t start_sent_seq = -1;  // the node's heartbeat count when the start order went out
-  bool stop_sent = false;
+  int64_t stop_sent_seq = -1;   // the node's heartbeat count when the stop order last went out
   bool exited = false;
   int misses = 0;  // heartbeats since the start order that did not list the attempt
   std::optional<int32_t> exit_code;
