@@ -6,6 +6,7 @@
 #include "cmd/placement_command.h"
 #include "cmd/server_command.h"
 #include "cmd/sim_command.h"
+#include "cmd/up_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"hourglass: GPU-time budgets for shared GPU clusters"};
@@ -14,8 +15,9 @@ int main(int argc, char** argv) {
   hg::cmd::AddSimCommand(app, exit_code);
   hg::cmd::AddAgentCommand(app, exit_code);
   hg::cmd::AddServerCommand(app, exit_code);
-  hg::cmd::AddCliCommands(app, exit_code);
   hg::cmd::AddPlacementCommand(app, exit_code);
+  hg::cmd::AddCliCommands(app, exit_code);
+  hg::cmd::AddUpCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -149,7 +149,7 @@ std::string JobLine(const Json& j) {
 
 int Demo(const Api& api, int gpus, const std::string& dir) {
   Say("\ndemo: a funded job preempts unfunded work, under the contract");
-  api.Call("POST", "/v1/budgets", {{"name", "lab"}, {"parent", ""}, {"share", 1}});
+  api.Call("POST", "/v1/budgets", {{"name", "lab"}, {"share", 1}});
   api.Call("POST", "/v1/budgets", {{"name", "team"}, {"parent", "lab"}, {"share", 1}});
   const Json sweep =
       api.Call("POST", "/v1/jobs",
@@ -241,8 +241,8 @@ int Up(const UpArgs& a) {
   }
   auto agent = std::make_unique<Child>(
       std::vector<std::string>{self, "agent", "--server", url, "--token-file", agent_token_file,
-                               "--node", "local", "--gpus", std::to_string(a.gpus), "--data",
-                               a.data + "/agent"},
+                               "--node", "local", "--gpus", std::to_string(a.gpus), "--gpu-source",
+                               "virtual", "--data", a.data + "/agent"},
       a.data + "/agent.log");
   const bool ready = Await(
       [&] {

@@ -567,6 +567,16 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
         if (listed.count({id, j.rec.attempts})) {
           sl.misses = 0;
           sl.start_sent_seq = std::max<int64_t>(sl.start_sent_seq, 0);  // confirmed
+          if (!sl.confirmed) {
+            sl.confirmed = true;
+            // The contract protects the job's processes for min_runtime: the run counts from
+            // when its last part is known to run (rounded up to the next second, since the
+            // policy's time is whole seconds), not from the start order, which reaches the
+            // agent a heartbeat or more later.
+            if (std::all_of(j.slices.begin(), j.slices.end(),
+                            [](const SliceRt& x) { return x.confirmed; }))
+              j.started = std::max(j.started, Seconds((s.clock.NowMs() + 999) / 1000));
+          }
         } else if (sl.start_sent_seq >= 0 && sl.start_sent_seq < seq) {
           // Two heartbeats after its start order without a word about it: it is gone.
           if (++sl.misses >= 2) {

@@ -30,7 +30,8 @@ struct SliceRt {
   int64_t start_sent_seq = -1;  // the node's heartbeat count when the start order went out
   int64_t stop_sent_seq = -1;   // the node's heartbeat count when the stop order last went out
   bool exited = false;
-  int misses = 0;  // heartbeats since the start order that did not list the attempt
+  bool confirmed = false;  // the agent has listed the attempt as running
+  int misses = 0;          // heartbeats since the start order that did not list the attempt
   std::optional<int32_t> exit_code;
   std::optional<int32_t> signal;
   std::string how;

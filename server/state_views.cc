@@ -28,7 +28,7 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
   nlohmann::json eta = nullptr;
   if (r.state == "pending" && j.estimated_start != kNever) eta = j.estimated_start.value();
   nlohmann::json prot = nullptr;
-  if (j.active() && !r.budget.empty() && r.started_at) prot = *r.started_at + r.min_runtime_s;
+  if (j.active() && !r.budget.empty() && r.started_at) prot = j.started.value() + r.min_runtime_s;
   return {{"id", r.id},
           {"name", r.name},
           {"user", r.user},

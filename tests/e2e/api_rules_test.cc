@@ -31,13 +31,13 @@ struct Org {
     alice = c.AddPrincipal("alice", "user");
     carol = c.AddPrincipal("carol", "user");
     dave = c.AddPrincipal("dave", "user");
-    agent = c.AddPrincipal("agents", "agent");
+    agent = c.AddPrincipal("other-agent", "agent");
     c.AddBudget("lab", "", 2, Json{{"leads", {"carol"}}});
     c.AddBudget("vision", "lab", 1, Json{{"members", {"alice"}}});
     c.AddBudget("speech", "lab", 1, Json{{"leads", {"dave"}}});
     c.AddBudget("ops", "", 1);
-    c.AddAgent({.node = "n1", .gpus = 4});
-    c.AddAgent({.node = "n2", .gpus = 4});
+    c.AddAgent(Node("n1", 4));
+    c.AddAgent(Node("n2", 4));
   }
 };
 
@@ -136,7 +136,7 @@ TEST(E2eBadInput, EveryMalformedRequestIsRefusedWithItsFieldAndChangesNothing) {
       {"unknown field", "POST", "/v1/jobs", R"({"gpus": 1, "gpu": 2, "command": ["true"]})", 400,
        "gpu"},
       {"env not strings", "POST", "/v1/jobs",
-       R"({"gpus": 1, "env": {"A": 1}, "command": ["true"]})", 400, "env"},
+       R"({"gpus": 1, "env": {"A": 1}, "command": ["true"]})", 400, "env.A"},
       {"string too long", "POST", "/v1/jobs",
        R"({"gpus": 1, "name": ")" + long_name + R"(", "command": ["true"]})", 400, "name"},
       {"body too large", "POST", "/v1/jobs", R"({"gpus": 1, "command": [")" + big + R"("]})", 413,
@@ -178,7 +178,9 @@ TEST(E2eBadInput, EveryMalformedRequestIsRefusedWithItsFieldAndChangesNothing) {
     EXPECT_TRUE(body["error"]["reason"].is_string() &&
                 !body["error"]["reason"].get<std::string>().empty())
         << res->body;
-    if (*k.field) EXPECT_EQ(body["error"]["field"], k.field) << res->body;
+    if (*k.field) {
+      EXPECT_EQ(body["error"]["field"], k.field) << res->body;
+    }
   }
   EXPECT_EQ(JobCount(c), 0u) << "a refused submission was stored";
   EXPECT_EQ(BudgetShape(c), budgets_before);

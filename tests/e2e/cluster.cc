@@ -210,7 +210,7 @@ void Cluster::AddBudget(const std::string& name, const std::string& parent, doub
                         const Json& extra) {
   Json b = extra;
   b["name"] = name;
-  b["parent"] = parent;
+  if (!parent.empty()) b["parent"] = parent;
   b["share"] = share;
   const Response r = Admin("POST", "/v1/budgets", b);
   if (r.status != 201) throw std::runtime_error("budget " + name + ": " + r.raw);

@@ -64,6 +64,16 @@ struct AgentOptions {
   std::string health_cmd;  // empty: none
 };
 
+inline AgentOptions Node(std::string name, int gpus, std::string block = "b0",
+                         std::string health_cmd = std::string()) {
+  AgentOptions o;
+  o.node = std::move(name);
+  o.gpus = gpus;
+  o.block = std::move(block);
+  o.health_cmd = std::move(health_cmd);
+  return o;
+}
+
 class Cluster {
  public:
   // Starts a server in a fresh temporary folder and waits until it answers /healthz.

@@ -21,7 +21,7 @@ TEST(E2eCrash, RepeatedKillNineDuringSubmissionsLosesNothingAcknowledged) {
   Cluster c;
   const std::string alice = c.AddPrincipal("alice", "user");
   c.AddBudget("lab", "", 1, Json{{"members", {"alice"}}});
-  c.AddAgent({.node = "n1", .gpus = 2});
+  c.AddAgent(Node("n1", 2));
   // A funded job holds the whole node, so the stream of unfunded jobs stays queued.
   const int64_t holder = c.Submit(Json{{"budget", "lab"},
                                        {"gpus", 2},

@@ -29,40 +29,40 @@ TEST(E2eGang, TwoNodeGangStartsTogetherWithConsistentRanks) {
   Cluster c;
   const std::string alice = c.AddPrincipal("alice", "user");
   c.AddBudget("lab", "", 1, Json{{"members", {"alice"}}});
-  c.AddAgent({.node = "n1", .gpus = 2, .block = "b0"});
-  c.AddAgent({.node = "n2", .gpus = 2, .block = "b0"});
-  const auto cmd = c.Script("gang", R"(
+  c.AddAgent(Node("n1", 2, "b0"));
+  c.AddAgent(Node("n2", 2, "b0"));
+  const auto cmd = c.Script("gang", R"SH(
 f=rank.$HOURGLASS_NODE_RANK
-{ env | grep -E '^(HOURGLASS_|CUDA_VISIBLE_DEVICES=)'; echo "START=$(date +%s.%N)";
-} > $f.tmp
+{ env | grep -E '^(HOURGLASS_|CUDA_VISIBLE_DEVICES=)'; echo "START=$(date +%s.%N)"; } > $f.tmp
 mv $f.tmp $f
 sleep 1
-)");
+)SH");
   const int64_t id = c.Submit(
-      Json{{"budget", "lab"}, {"gpus", 4}, {"gpus_per_node", 2}, {"command", cmd}, {"cwd", c.dir()}},
+      Json{
+          {"budget", "lab"}, {"gpus", 4}, {"gpus_per_node", 2}, {"command", cmd}, {"cwd", c.dir()}},
       alice);
-ASSERT_TRUE(c.WaitState(id, "succeeded", 30s)) << c.Job(id).dump();
-const auto r0 = EnvFile(c.dir() + "/rank.0"), r1 = EnvFile(c.dir() + "/rank.1");
-ASSERT_FALSE(r0.empty());
-ASSERT_FALSE(r1.empty());
-for (const auto* r : {&r0, &r1}) {
-  EXPECT_EQ(r->at("HOURGLASS_JOB_ID"), std::to_string(id));
-  EXPECT_EQ(r->at("HOURGLASS_ATTEMPT"), "1");
-  EXPECT_EQ(r->at("HOURGLASS_NUM_NODES"), "2");
-  // Two GPUs each, named by index on that node.
-  const std::string& cvd = r->at("CUDA_VISIBLE_DEVICES");
-  EXPECT_EQ(std::count(cvd.begin(), cvd.end(), ','), 1) << cvd;
-}
-EXPECT_EQ(r0.at("HOURGLASS_NODE_RANK"), "0");
-EXPECT_EQ(r1.at("HOURGLASS_NODE_RANK"), "1");
-EXPECT_EQ(r0.at("HOURGLASS_MASTER_ADDR"), r1.at("HOURGLASS_MASTER_ADDR"));
-EXPECT_EQ(r0.at("HOURGLASS_MASTER_PORT"), r1.at("HOURGLASS_MASTER_PORT"));
-EXPECT_FALSE(r0.at("HOURGLASS_MASTER_ADDR").empty());
-// Started together: both ranks within one heartbeat or two of each other.
-EXPECT_LT(std::abs(std::stod(r0.at("START")) - std::stod(r1.at("START"))), 1.5);
-const Json j = c.Job(id);
-ASSERT_EQ(j["placement"].size(), 2u) << j.dump();
-EXPECT_NE(j["placement"][0]["node"], j["placement"][1]["node"]);
+  ASSERT_TRUE(c.WaitState(id, "succeeded", 30s)) << c.Job(id).dump();
+  const auto r0 = EnvFile(c.dir() + "/rank.0"), r1 = EnvFile(c.dir() + "/rank.1");
+  ASSERT_FALSE(r0.empty());
+  ASSERT_FALSE(r1.empty());
+  for (const auto* r : {&r0, &r1}) {
+    EXPECT_EQ(r->at("HOURGLASS_JOB_ID"), std::to_string(id));
+    EXPECT_EQ(r->at("HOURGLASS_ATTEMPT"), "1");
+    EXPECT_EQ(r->at("HOURGLASS_NUM_NODES"), "2");
+    // Two GPUs each, named by index on that node.
+    const std::string& cvd = r->at("CUDA_VISIBLE_DEVICES");
+    EXPECT_EQ(std::count(cvd.begin(), cvd.end(), ','), 1) << cvd;
+  }
+  EXPECT_EQ(r0.at("HOURGLASS_NODE_RANK"), "0");
+  EXPECT_EQ(r1.at("HOURGLASS_NODE_RANK"), "1");
+  EXPECT_EQ(r0.at("HOURGLASS_MASTER_ADDR"), r1.at("HOURGLASS_MASTER_ADDR"));
+  EXPECT_EQ(r0.at("HOURGLASS_MASTER_PORT"), r1.at("HOURGLASS_MASTER_PORT"));
+  EXPECT_FALSE(r0.at("HOURGLASS_MASTER_ADDR").empty());
+  // Started together: both ranks within one heartbeat or two of each other.
+  EXPECT_LT(std::abs(std::stod(r0.at("START")) - std::stod(r1.at("START"))), 1.5);
+  const Json j = c.Job(id);
+  ASSERT_EQ(j["placement"].size(), 2u) << j.dump();
+  EXPECT_NE(j["placement"][0]["node"], j["placement"][1]["node"]);
 }
 
 TEST(E2eDrain, FailingHealthCheckDrainsUnderTheContractAndUndrainRestores) {
@@ -70,7 +70,7 @@ TEST(E2eDrain, FailingHealthCheckDrainsUnderTheContractAndUndrainRestores) {
   const std::string alice = c.AddPrincipal("alice", "user");
   c.AddBudget("lab", "", 1, Json{{"members", {"alice"}}});
   const std::string sick = c.dir() + "/n1.sick";
-  c.AddAgent({.node = "n1", .gpus = 2, .health_cmd = "test ! -e " + sick});
+  c.AddAgent(Node("n1", 2, "b0", "test ! -e " + sick));
   const auto looping = c.Script("loop", R"(
 trap 'date +%s.%N > job.$HOURGLASS_JOB_ID.term; exit 0' TERM
 date +%s.%N > job.$HOURGLASS_JOB_ID.start

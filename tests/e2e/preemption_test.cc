@@ -37,7 +37,7 @@ double Seconds(const std::string& text) { return std::stod(text); }
 TEST(E2ePreemption, FundedWorkPreemptsUnfundedWithGraceAndReason) {
   Lab lab;
   Cluster& c = lab.c;
-  c.AddAgent({.node = "n1", .gpus = 2});
+  c.AddAgent(Node("n1", 2));
   // The victim catches SIGTERM, cleans up for one second (inside its 5 s grace) and exits 0.
   const auto victim_cmd = c.Script("victim", R"(
 trap 'date +%s.%N > victim.term; sleep 1; echo cleaned > victim.clean; exit 0' TERM
@@ -75,13 +75,15 @@ while true; do sleep 0.1; done
 TEST(E2ePreemption, VictimIgnoringSigtermIsKilledWhenItsGraceEnds) {
   Lab lab;
   Cluster& c = lab.c;
-  c.AddAgent({.node = "n1", .gpus = 1});
+  c.AddAgent(Node("n1", 1));
   const auto stubborn = c.Script("stubborn", R"(
 trap 'date +%s.%N >> stubborn.term' TERM
+echo up > stubborn.up
 while true; do sleep 0.1; done
 )");
   const int64_t victim = c.Submit(lab.JobOf(stubborn, 1, {{"grace_s", 2}}), lab.bob);
   ASSERT_TRUE(c.WaitState(victim, "running"));
+  ASSERT_TRUE(WaitFor([&] { return FileExists(c.dir() + "/stubborn.up"); }));
   const auto quick = c.Script("quick", "date +%s.%N > quick.start\n");
   const int64_t funded = c.Submit(lab.JobOf(quick, 1, {{"budget", "speech"}}), lab.bob);
   ASSERT_TRUE(c.WaitState(funded, "succeeded", 30s)) << c.Job(funded).dump();
@@ -96,7 +98,7 @@ while true; do sleep 0.1; done
 TEST(E2ePreemption, ProtectedJobRunsItsMinRuntimeThenYieldsToABudgetBelowItsShare) {
   Lab lab;
   Cluster& c = lab.c;
-  c.AddAgent({.node = "n1", .gpus = 2});
+  c.AddAgent(Node("n1", 2));
   // vision takes the whole cluster with two 1-GPU jobs protected for 6 s. (Whole jobs move, and
   // the no-ping-pong rule forbids a move that would leave vision below speech afterwards, so the
   // cluster is split in two jobs: speech may take one of them, not both.)
@@ -144,7 +146,7 @@ while true; do sleep 0.1; done
 TEST(E2ePreemption, ResumableJobIsRequeuedAndRestartsAsAttemptTwo) {
   Lab lab;
   Cluster& c = lab.c;
-  c.AddAgent({.node = "n1", .gpus = 2});
+  c.AddAgent(Node("n1", 2));
   const auto resumable = c.Script("resumable", R"(
 echo "$HOURGLASS_ATTEMPT" >> attempts
 if [ "$HOURGLASS_ATTEMPT" = 1 ]; then
