@@ -170,7 +170,9 @@ int Demo(const Api& api, int gpus, const std::string& dir) {
   Say("1. submitted an unfunded sweep on all " + std::to_string(gpus) +
       " GPUs: it may use idle GPUs, and is preempted first");
   auto job = [&](int64_t id) { return api.Call("GET", "/v1/jobs/" + std::to_string(id)); };
-  if (!Await([&] { return job(sid).value("state", "") == "running"; }, 20000)) return 1;
+  // Running for the scheduler is not yet running on the node: wait for the job's own words.
+  if (!Await([&] { return api.Logs(sid).find("sweep: running") != std::string::npos; }, 30000))
+    return 1;
   Say(JobLine(job(sid)));
   const Json train = api.Call(
       "POST", "/v1/jobs",
