@@ -54,6 +54,7 @@ Run Load(int port, const std::string& token, int clients, double seconds, bool s
     threads.emplace_back([&, c] {
       httplib::Client cli("127.0.0.1", port);
       cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle wait
       cli.set_read_timeout(30, 0);
       const httplib::Headers h{{"Authorization", "Bearer " + token}};
       const std::string body =
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
     dup2(fd, 1);
     dup2(fd, 2);
     execl(bin.c_str(), bin.c_str(), "server", "--data", dir.c_str(), "--listen", "127.0.0.1:0",
-          "--port-file", (dir + "/port").c_str(), "--lost-after-s", "100000", nullptr);
+          "--port-file", (dir + "/port").c_str(), "--lost-after-s", "86400", nullptr);
     _exit(127);
   }
   int port = 0;

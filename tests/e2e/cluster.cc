@@ -221,6 +221,7 @@ Response Cluster::Call(const std::string& method, const std::string& path,
   httplib::Client cli("127.0.0.1", port_);
   cli.set_connection_timeout(2, 0);
   cli.set_read_timeout(10, 0);
+  cli.set_tcp_nodelay(true);
   httplib::Headers headers;
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   const std::string payload = body ? body->dump() : std::string();
