@@ -73,20 +73,6 @@ std::string Words(const Reason& r, const BudgetTree& tree, const std::vector<Nod
   return w;
 }
 
-std::string NodeStateName(NodeState s) {
-  switch (s) {
-    case NodeState::kReady:
-      return "ready";
-    case NodeState::kDraining:
-      return "draining";
-    case NodeState::kDrained:
-      return "drained";
-    case NodeState::kLost:
-      return "lost";
-  }
-  return "ready";
-}
-
 }  // namespace
 
 nlohmann::json State::Impl::StartOrder(const JobRt& j, size_t slice) const {
@@ -110,7 +96,7 @@ nlohmann::json State::Impl::StartOrder(const JobRt& j, size_t slice) const {
 Result<void> State::Impl::SetNodeState(size_t n, NodeState to, int64_t now) {
   NodeRt& rt = node_rt[n];
   store::NodeRecord rec = rt.rec;
-  rec.state = NodeStateName(to);
+  rec.state = ToString(to);  // the store keeps the names core uses
   if (to == NodeState::kReady) {
     rec.drain_cause.clear();
     rec.drain_reason.clear();
