@@ -103,10 +103,14 @@ TEST(Scheduling, FundedPreemptsUnfundedWhichIsRequeuedAsAttempt2) {
   EXPECT_EQ(ju["state"], "pending");
   EXPECT_EQ(ju["attempts"], 1);
   EXPECT_EQ(ju["queued_since"], ju["submitted_at"]);
-  // The funded job ends; the requeued one comes back as attempt 2.
+  // The funded job ends; the requeued one comes back as attempt 2. ("running" is the server's
+  // decision; the start order reaches an agent with its next heartbeat.)
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(f) || c.n2->Runs(f); }));
   FakeAgent& fn = c.n1->Runs(f) ? *c.n1 : *c.n2;
   fn.Exit(f, 0, std::nullopt);
-  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(u) && c.n2->Runs(u); }));
+  ASSERT_TRUE(c.BeatUntil([&] { return c.n1->Runs(u) && c.n2->Runs(u); }))
+      << c.Job(u).dump() << "\n"
+      << c.Job(f).dump();
   EXPECT_EQ((*c.n1->StartOrderOf(u))["attempt"], 2);
   EXPECT_EQ(c.Job(u)["attempts"], 2);
   const json ev = c.h.Get("/v1/jobs/" + std::to_string(u) + "/events", c.alice).body["events"];
