@@ -32,6 +32,7 @@ TEST(Recovery, QueueBudgetsRunningJobsAndLedgerSurviveARestart) {
     return b[0]["delivered_7d_gpu_hours"].get<double>() >= 4.0 / 3600;
   }));
   const json before = h.Get("/v1/budgets", alice).body["budgets"][0];
+  const json run_before = h.Get("/v1/jobs/" + std::to_string(run), alice).body;
 
   h.StopServer();
   h.StartServer();
@@ -46,7 +47,11 @@ TEST(Recovery, QueueBudgetsRunningJobsAndLedgerSurviveARestart) {
   EXPECT_GE(b[0]["delivered_7d_gpu_hours"].get<double>(),
             before["delivered_7d_gpu_hours"].get<double>() - 1e-9);
   EXPECT_GT(b[0]["owed_7d_gpu_hours"].get<double>(), 0.0);
-  EXPECT_EQ(h.Get("/v1/jobs/" + std::to_string(run), alice).body["state"], "running");
+  const json run_after = h.Get("/v1/jobs/" + std::to_string(run), alice).body;
+  EXPECT_EQ(run_after["state"], "running");
+  // The run's start as its agent confirmed it (the contract's clock) survives the restart.
+  EXPECT_EQ(run_after["started_at"], run_before["started_at"]);
+  EXPECT_EQ(run_after["protected_until"], run_before["protected_until"]);
   EXPECT_EQ(h.Get("/v1/jobs/" + std::to_string(wait), alice).body["state"], "pending");
   // The agent re-registers with its running attempt: no second start; the exit is taken.
   ASSERT_EQ(n1.Register().status, 200);

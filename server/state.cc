@@ -164,6 +164,7 @@ Result<void> State::Impl::Load() {
       AddPending(j);
     } else if (j.active()) {
       j.started = Seconds(j.rec.started_at.value_or(now));
+      j.alloc_since = j.started;  // a few seconds late at most: the start order's time is not kept
       const std::string& code = j.rec.reason_code;
       if (j.rec.state == "stopping") {
         j.stopping = true;

@@ -168,6 +168,7 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   j.slices = std::move(slices);
   j.placement = d.placement;
   j.started = Seconds(now);
+  j.alloc_since = Seconds(now);
   j.stopping = false;
   j.stop_kind.clear();
   j.estimated_start = kNever;
@@ -258,8 +259,9 @@ Result<void> State::Impl::EndAttempt(JobRt& j, int64_t now) {
   } else {
     rec.ended_at = now;
   }
-  store::RunRecord run{rec.id, j.rec.attempts, rec.budget, rec.gpus, j.rec.started_at.value_or(now),
-                       now};
+  const int64_t used_from =
+      j.alloc_since.value() > 0 ? j.alloc_since.value() : j.rec.started_at.value_or(now);
+  store::RunRecord run{rec.id, j.rec.attempts, rec.budget, rec.gpus, used_from, now};
   auto ok = store.Transaction([&](store::Store& s) -> Result<void> {
     if (auto r = s.UpdateJob(rec); !r) return r;
     if (auto r = s.AddJobEvent({rec.id, now, event, rec.reason}); !r) return r;
@@ -559,9 +561,18 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
             // when its last part is known to run (rounded up to the next second, since the
             // policy's time is whole seconds), not from the start order, which reaches the
             // agent a heartbeat or more later.
+            // It is stored as the job's started_at, so a restarted server keeps the contract.
+            const int64_t at = (s.clock.NowMs() + 999) / 1000;
             if (std::all_of(j.slices.begin(), j.slices.end(),
-                            [](const SliceRt& x) { return x.confirmed; }))
-              j.started = std::max(j.started, Seconds((s.clock.NowMs() + 999) / 1000));
+                            [](const SliceRt& x) { return x.confirmed; }) &&
+                at > j.started.value()) {
+              store::JobRecord rec = j.rec;
+              rec.started_at = at;
+              if (auto ok = s.store.UpdateJob(rec); !ok)
+                return Refuse(503, "store", ok.error().ToString());
+              j.rec = std::move(rec);
+              j.started = Seconds(at);
+            }
           }
         } else if (sl.start_sent_seq >= 0 && sl.start_sent_seq < seq) {
           // Two heartbeats after its start order without a word about it: it is gone.

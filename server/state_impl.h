@@ -43,7 +43,8 @@ struct JobRt {
   // The current attempt, while running or stopping.
   std::vector<SliceRt> slices;
   std::vector<Slice> placement;
-  Seconds started{0};
+  Seconds started{0};      // start of the run for the contract: when its agents confirmed it
+  Seconds alloc_since{0};  // when its GPUs were assigned: usage counts from here
   bool stopping = false;
   Seconds stop_at{0};
   JobId stop_for{0};
