@@ -7,23 +7,16 @@
 #include "core/cluster_state.h"
 #include "core/housekeeping.h"
 #include "core/preemption.h"
+#include "core/running_index.h"
 
 namespace hg {
 
 Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
-  std::vector<bool> stopping(snap.running.size());
-  std::vector<std::vector<size_t>> on_node(snap.nodes.size());
-  std::map<int64_t, Seconds> waiting;  // job id -> latest kill time of its victims
-  for (size_t i = 0; i < snap.running.size(); ++i) {
-    const RunningJob& r = snap.running[i];
-    stopping[i] = r.stopping;
-    for (const Slice& s : r.placement) on_node[static_cast<size_t>(s.node.value())].push_back(i);
-    if (r.stopping && r.stop_for.value() != 0) {
-      auto& t = waiting[r.stop_for.value()];
-      t = std::max(t, r.stop_at);
-    }
-  }
+  RunningIndex ix = IndexRunning(snap);
+  std::vector<bool>& stopping = ix.stopping;
+  const std::vector<std::vector<size_t>>& on_node = ix.on_node;
+  const std::map<int64_t, Seconds>& waiting = ix.waiting;
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
 

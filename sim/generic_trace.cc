@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "sim/civil_time.h"
 #include "sim/csv.h"
 #include "sim/scenario_io.h"
 #include "sim/trace.h"
@@ -47,17 +48,6 @@ std::optional<int64_t> ToInt(std::string_view s) {
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
 }
-
-int64_t DaysFromCivil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const int64_t yoe = y - era * 400;
-  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 // The mapped fields, with the name a user writes in --map.
 struct FieldDef {
@@ -314,25 +304,7 @@ Result<ColumnMap> ParseColumnMap(std::string_view spec) {
 std::optional<int64_t> ParseTraceTime(std::string_view s) {
   s = Trim(s);
   if (auto n = ToInt(s)) return *n >= 0 && *n <= kMaxSeconds ? n : std::nullopt;
-  constexpr std::string_view kForm = "dddd-dd-dd dd:dd:dd";
-  if (s.size() != kForm.size()) return std::nullopt;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const bool digit = s[i] >= '0' && s[i] <= '9';
-    if (kForm[i] == 'd' ? !digit : i == 10 ? (s[i] != ' ' && s[i] != 'T') : s[i] != kForm[i])
-      return std::nullopt;
-  }
-  auto num = [&](size_t p, size_t len) {
-    int64_t v = 0;
-    for (size_t i = p; i < p + len; ++i) v = v * 10 + (s[i] - '0');
-    return v;
-  };
-  const int64_t y = num(0, 4), mo = num(5, 2), d = num(8, 2);
-  const int64_t h = num(11, 2), mi = num(14, 2), se = num(17, 2);
-  constexpr int64_t kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (mo < 1 || mo > 12) return std::nullopt;
-  const int64_t month_days = kDays[mo - 1] + (mo == 2 && IsLeap(y) ? 1 : 0);
-  if (d < 1 || d > month_days || h > 23 || mi > 59 || se > 59) return std::nullopt;
-  return DaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+  return ParseUtcDateTime(s, /*allow_t=*/true);
 }
 
 std::optional<int64_t> ParseTraceDuration(std::string_view s) {
