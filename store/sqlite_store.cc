@@ -598,10 +598,14 @@ void SqliteStore::WriterLoop() {
 
 void SqliteStore::RunBatch(std::vector<std::unique_ptr<Item>>& batch) {
   Db& db = write_db_;
+  // Each item's result, handed out only after the writer's statistics count the batch, so a
+  // caller that has its answer also sees its write in Stats().
+  std::vector<std::pair<Item*, Result<void>>> results;
+  results.reserve(batch.size());
   // Items whose changes wait for the COMMIT, with the result they get if it succeeds.
   std::vector<Item*> in_txn;
   auto fail_all = [&](std::vector<Item*>& items, const Error& e) {
-    for (Item* it : items) it->done.set_value(tl::unexpected(e));
+    for (Item* it : items) results.emplace_back(it, tl::unexpected(e));
     items.clear();
   };
   size_t next = 0;
@@ -610,7 +614,8 @@ void SqliteStore::RunBatch(std::vector<std::unique_ptr<Item>>& batch) {
     ++transactions;
     if (auto ok = db.RunCached("BEGIN IMMEDIATE"); !ok) {
       // Nothing can be written now (e.g. another process holds the lock past busy_timeout).
-      for (; next < batch.size(); ++next) batch[next]->done.set_value(tl::unexpected(ok.error()));
+      for (; next < batch.size(); ++next)
+        results.emplace_back(batch[next].get(), tl::unexpected(ok.error()));
       break;
     }
     bool aborted = false;
@@ -620,7 +625,7 @@ void SqliteStore::RunBatch(std::vector<std::unique_ptr<Item>>& batch) {
       if (r) {
         in_txn.push_back(&item);
       } else {
-        item.done.set_value(std::move(r));
+        results.emplace_back(&item, std::move(r));
         // Some errors (disk full, I/O) make SQLite roll back the whole transaction: the items
         // before this one are gone too, so they fail with the same error; the rest of the batch
         // goes on in a fresh transaction.
@@ -638,13 +643,16 @@ void SqliteStore::RunBatch(std::vector<std::unique_ptr<Item>>& batch) {
       continue;
     }
     // Acknowledged only now: COMMIT has returned, so the batch is durable.
-    for (Item* it : in_txn) it->done.set_value(Result<void>());
+    for (Item* it : in_txn) results.emplace_back(it, Result<void>());
     in_txn.clear();
   }
-  std::lock_guard lock(queue_mu_);
-  stats_.batches += transactions;
-  stats_.items += static_cast<int64_t>(batch.size());
-  stats_.largest_batch = std::max(stats_.largest_batch, static_cast<int64_t>(batch.size()));
+  {
+    std::lock_guard lock(queue_mu_);
+    stats_.batches += transactions;
+    stats_.items += static_cast<int64_t>(batch.size());
+    stats_.largest_batch = std::max(stats_.largest_batch, static_cast<int64_t>(batch.size()));
+  }
+  for (auto& [item, result] : results) item->done.set_value(std::move(result));
 }
 
 WriterStats SqliteStore::Stats() const {
