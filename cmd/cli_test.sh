@@ -247,5 +247,46 @@ rc=0
   >stdout.txt 2>stderr.txt) || rc=$?
 expect_error unknown_scenario "$D" "" "" --scenario "$rc"
 
+# The policy's tuning flags, shared with `sim compare`: out of range is refused by name.
+new_case
+check headroom_over_half "" "" --quick-headroom --quick-headroom 0.6
+new_case
+check headroom_max_below_headroom "" "" --quick-headroom-max --quick-headroom 0.1 --quick-headroom-max 0.05
+new_case
+check live_weight_zero "" "" --live-weight --live-weight 0
+
+# The headroom flag reaches the policy: three 4-GPU batch jobs all run on the 16 GPUs by
+# at once by default, but with half the cluster kept free for debug jobs the third one waits an
+# hour for the first two to end.
+new_case
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,3600,4,0,alice,batch,600
+2,0,3600,4,0,alice,batch,600
+3,0,3600,4,0,alice,batch,600
+EOF2
+printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
+rc=0
+run_sim "$D" || rc=$?
+default_wait=$(grep '^batch wait p90 ' "$D/stdout.txt")
+run_sim "$D" --quick-headroom 0.5 --quick-headroom-max 0.5 || rc=$?
+held_wait=$(grep '^batch wait p90 ' "$D/stdout.txt")
+if [[ $rc -ne 0 || ! $default_wait =~ \ 0s$ || ! $held_wait =~ \ 1\.0h$ ]]; then
+  fail headroom_reaches_policy "rc $rc, '$default_wait' then '$held_wait', want 0s then 1.0h"
+else
+  pass "headroom_reaches_policy  (batch wait p90 0s -> 1.0h)"
+fi
+
+# `sim compare` takes the same tuning flags and refuses them the same way.
+new_case
+rc=0
+(cd "$D" && "$HG" sim compare --scenario lab-month --quick-headroom 0.6 --quiet \
+  >stdout.txt 2>stderr.txt) || rc=$?
+if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass sim compare: --quick-headroom: must be within [0, 0.5]" ]]; then
+  pass compare_headroom_over_half
+else
+  fail compare_headroom_over_half "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 
+#include "cmd/policy_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
 #include "sim/html_report.h"
@@ -39,6 +40,7 @@ struct CompareArgs {
   std::string json;
   bool quiet = false;
   bool trace_tuned = false;  // a trace-only option was given
+  PolicyFlags tuning;
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -133,6 +135,11 @@ int RunCompare(const CompareArgs& a) {
     return fail(Fail("--json", "must differ from --html").value());
 
   sim::SimOptions opt;
+  if (auto config = PolicyConfigFrom(a.tuning)) {
+    opt.policy = *config;
+  } else {
+    return fail(config.error());
+  }
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : Split(a.policies)) {
     auto p = MakePolicy(name, opt.policy);
@@ -218,6 +225,7 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   cmp->add_option("--html", args->html, "Write the HTML report (charts inline) to FILE");
   cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");
   cmp->add_flag("--quiet", args->quiet, "No progress line");
+  AddPolicyFlags(cmp, &args->tuning);
   cmp->callback([args, format, map, cluster, budgets, over, unfunded, debug, &exit_code] {
     args->trace_tuned = format->count() + map->count() + cluster->count() + budgets->count() +
                             over->count() + unfunded->count() + debug->count() >

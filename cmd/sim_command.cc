@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cmd/compare_command.h"
+#include "cmd/policy_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
 #include "sim/lab_month.h"
@@ -36,8 +37,7 @@ struct SimArgs {
   bool philly_tuned = false;  // a Philly-only option was given
   double end_days = 0;
   int64_t interval = 10;
-  double quick_headroom = 0.015;
-  int64_t live_weight = 86400;
+  PolicyFlags tuning;
   bool quiet = false;
 };
 
@@ -140,9 +140,12 @@ int RunSim(const SimArgs& a) {
     return 2;
   };
   if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
-  if (a.live_weight <= 0) return fail(Error{"--live-weight", "must be positive", {}, 0});
-  if (a.quick_headroom < 0 || a.quick_headroom > 0.5)
-    return fail(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
+  sim::SimOptions opt;
+  if (auto config = PolicyConfigFrom(a.tuning)) {
+    opt.policy = *config;
+  } else {
+    return fail(config.error());
+  }
   const sim::PhillyOptions& po = a.philly_opt;
   if (!std::isfinite(po.oversubscription) || po.oversubscription <= 0)
     return fail(
@@ -153,10 +156,7 @@ int RunSim(const SimArgs& a) {
   std::string mapping;
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
-  sim::SimOptions opt;
   opt.interval = Seconds(a.interval);
-  opt.policy.quick_headroom = a.quick_headroom;
-  opt.policy.live_weight = Seconds(a.live_weight);
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : Split(a.policies)) {
@@ -230,12 +230,7 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--end-days", args->end_days, "Evaluate until this day (default: scenario's)");
   sim->add_option("--interval", args->interval, "Scheduling interval in seconds")
       ->capture_default_str();
-  sim->add_option("--quick-headroom", args->quick_headroom,
-                  "Fraction of capacity kept free for debug jobs")
-      ->capture_default_str();
-  sim->add_option("--live-weight", args->live_weight,
-                  "Seconds of usage that holding one GPU now counts for in the fair-share key")
-      ->capture_default_str();
+  AddPolicyFlags(sim, &args->tuning);
   sim->add_option("--philly", args->philly,
                   "Microsoft Philly trace CSV (timestamp,duration,num_gpus,cluster); budgets, "
                   "classes and cluster size are derived and printed");

@@ -14,6 +14,12 @@ std::vector<std::string> PolicyNames() {
   return {"hourglass", "priority", "fifo-backfill", "slurm-multifactor", "kueue-quota"};
 }
 
+PolicyConfig DeployedConfig() {
+  PolicyConfig c;
+  c.quick_headroom = 0.015;
+  return c;
+}
+
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config) {
   if (name == "hourglass") return std::make_unique<HourglassPolicy>(config);
   if (name == "priority") return std::make_unique<PriorityPolicy>(config);

@@ -23,7 +23,8 @@ struct PolicyConfig {
   // g GPUs now counts as g * live_weight GPU-seconds of usage.
   Seconds live_weight = Hours(24);
   // GPUs kept free of everything but quick jobs (class "debug"), as a fraction of capacity, so
-  // debug jobs start without waiting for a victim's grace period.
+  // debug jobs start without waiting for a victim's grace period. 0 here; DeployedConfig() sets
+  // what the server and the simulator's commands run with.
   double quick_headroom = 0.0;
   // The headroom grows to cover quick jobs that are waiting, up to this fraction of capacity:
   // when debug work bursts, the next GPUs to come free go to it rather than to long work.
@@ -56,6 +57,10 @@ class Policy {
   virtual std::string_view name() const = 0;
   virtual Decisions Cycle(const Snapshot& snap) const = 0;
 };
+
+// The configuration the server, `hourglass sim` and `hourglass sim compare` run with, so what the
+// simulator measures is what production does: the defaults above plus a debug headroom of 1.5%.
+PolicyConfig DeployedConfig();
 
 // Policies are chosen by name.
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config);

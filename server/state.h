@@ -40,11 +40,7 @@ inline tl::unexpected<Refusal> Refuse(int status, std::string field, std::string
 
 struct StateOptions {
   std::string policy = "hourglass";
-  PolicyConfig config = [] {
-    PolicyConfig c;
-    c.quick_headroom = 0.015;
-    return c;
-  }();
+  PolicyConfig config = DeployedConfig();
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
   Seconds window = Days(7);

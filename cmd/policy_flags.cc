@@ -1,0 +1,30 @@
+#include "cmd/policy_flags.h"
+
+namespace hg::cmd {
+
+void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
+  app->add_option("--quick-headroom", flags->quick_headroom,
+                  "Fraction of capacity kept free for debug jobs")
+      ->capture_default_str();
+  app->add_option("--quick-headroom-max", flags->quick_headroom_max,
+                  "Fraction of capacity the debug headroom may grow to while debug jobs wait")
+      ->capture_default_str();
+  app->add_option("--live-weight", flags->live_weight,
+                  "Seconds of usage that holding one GPU now counts for in the fair-share key")
+      ->capture_default_str();
+}
+
+Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
+  if (flags.live_weight <= 0) return tl::unexpected(Error{"--live-weight", "must be positive", {}, 0});
+  if (!(flags.quick_headroom >= 0 && flags.quick_headroom <= 0.5))
+    return tl::unexpected(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
+  if (!(flags.quick_headroom_max >= flags.quick_headroom && flags.quick_headroom_max <= 1))
+    return tl::unexpected(Error{"--quick-headroom-max", "must be within [--quick-headroom, 1]", {}, 0});
+  PolicyConfig config = DeployedConfig();
+  config.quick_headroom = flags.quick_headroom;
+  config.quick_headroom_max = flags.quick_headroom_max;
+  config.live_weight = Seconds(flags.live_weight);
+  return config;
+}
+
+}  // namespace hg::cmd
