@@ -39,6 +39,28 @@ std::optional<PreemptionPlan> PlanPreemption(
     int32_t gpus_here;
   };
   std::vector<Cand> cands;
+  // Each running job is asked once per plan, not once per node it runs on: a gang spans dozens.
+  std::vector<signed char> is_eligible(running.size(), -1);
+  auto may_take = [&](size_t i) {
+    if (is_eligible[i] < 0) is_eligible[i] = eligible(i) ? 1 : 0;
+    return is_eligible[i] == 1;
+  };
+  // GPUs job i holds on node `id`. A gang's slices are usually all the same size; then that size
+  // is the answer without a scan of its (possibly hundreds of) slices.
+  std::vector<int32_t> same_size(running.size(), -1);  // -1 unknown, 0 slices differ
+  auto gpus_on = [&](size_t i, NodeId id) {
+    const std::vector<Slice>& pl = running[i].placement;
+    if (same_size[i] < 0) {
+      same_size[i] = pl.front().gpus.value();
+      for (const Slice& s : pl)
+        if (s.gpus.value() != same_size[i]) same_size[i] = 0;
+    }
+    if (same_size[i] > 0) return same_size[i];
+    int32_t here = 0;
+    for (const Slice& s : pl)
+      if (s.node == id) here += s.gpus.value();
+    return here;
+  };
   auto node_cost = [&](size_t n, int32_t need, bool list_victims) {
     NodeCost nc;
     const NodeId id(static_cast<int32_t>(n));
@@ -51,17 +73,13 @@ std::optional<PreemptionPlan> PlanPreemption(
     // Even every job leaving would not make room: skip the eligibility tests.
     int32_t held = 0;
     for (size_t i : on_node[n])
-      if (!stopping[i])
-        for (const Slice& s : running[i].placement)
-          if (s.node == id) held += s.gpus.value();
+      if (!stopping[i]) held += gpus_on(i, id);
     if (have + held < need) return nc;
     cands.clear();
     for (size_t i : on_node[n]) {
-      if (stopping[i] || !eligible(i)) continue;
+      if (stopping[i] || !may_take(i)) continue;
       const RunningJob& r = running[i];
-      int32_t here = 0;
-      for (const Slice& s : r.placement)
-        if (s.node == id) here += s.gpus.value();
+      const int32_t here = gpus_on(i, id);
       const double wait = GpuSeconds(job_gpus, r.spec->grace);
       cands.push_back({r.spec->funded(), LostWork(r, now) + wait, i, here});
     }
