@@ -15,11 +15,13 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
-  if (flags.live_weight <= 0) return tl::unexpected(Error{"--live-weight", "must be positive", {}, 0});
+  if (flags.live_weight <= 0)
+    return tl::unexpected(Error{"--live-weight", "must be positive", {}, 0});
   if (!(flags.quick_headroom >= 0 && flags.quick_headroom <= 0.5))
     return tl::unexpected(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
   if (!(flags.quick_headroom_max >= flags.quick_headroom && flags.quick_headroom_max <= 1))
-    return tl::unexpected(Error{"--quick-headroom-max", "must be within [--quick-headroom, 1]", {}, 0});
+    return tl::unexpected(
+        Error{"--quick-headroom-max", "must be within [--quick-headroom, 1]", {}, 0});
   PolicyConfig config = DeployedConfig();
   config.quick_headroom = flags.quick_headroom;
   config.quick_headroom_max = flags.quick_headroom_max;
