@@ -19,8 +19,10 @@ TRACE=${PHILLY:-../shared/traces/philly-dev.csv}
 SETTINGS=${SETTINGS:-"0:0.05 0.015:0.05 0.015:0.2 0.015:1 0.05:1 0.1:1 0.2:1"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$BIN" sim --philly "$TRACE" --oversubscription "$K" --policies fifo-backfill --quiet \
-  --end-days 0.001 --write-scenario "$tmp/scenario" >/dev/null
+# The trace's mapping goes to stderr; shown once, on an error only.
+run() { "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }; }
+run "$BIN" sim --philly "$TRACE" --oversubscription "$K" --policies fifo-backfill --quiet \
+  --end-days 0.001 --write-scenario "$tmp/scenario"
 python3 - "$tmp/scenario" <<'PY'
 import csv, heapq, sys
 d = sys.argv[1]
@@ -48,8 +50,8 @@ printf '%-9s %-9s %10s %12s %10s %10s %10s\n' headroom "grows to" occupancy enti
 for s in $SETTINGS; do
   base=${s%%:*}
   most=${s##*:}
-  "$BIN" sim --philly "$TRACE" --oversubscription "$K" --policies hourglass --quiet \
-    --quick-headroom "$base" --quick-headroom-max "$most" --json "$tmp/r.json" >/dev/null
+  run "$BIN" sim --philly "$TRACE" --oversubscription "$K" --policies hourglass --quiet \
+    --quick-headroom "$base" --quick-headroom-max "$most" --json "$tmp/r.json"
   python3 - "$tmp/r.json" "$base" "$most" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["policies"]["hourglass"]
