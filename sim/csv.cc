@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "sim/text_input.h"
+
 namespace hg::sim {
 namespace {
 
@@ -11,10 +13,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
   return s;
-}
-
-Error At(const std::string& file, int line, std::string field, std::string reason) {
-  return Error{std::move(field), std::move(reason), file, line};
 }
 
 }  // namespace

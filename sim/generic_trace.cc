@@ -14,6 +14,7 @@
 #include "sim/civil_time.h"
 #include "sim/csv.h"
 #include "sim/scenario_io.h"
+#include "sim/text_input.h"
 #include "sim/trace.h"
 
 namespace hg::sim {
@@ -24,10 +25,6 @@ constexpr size_t kNodesPerBlock = 16;
 constexpr int64_t kMaxNodes = 1'000'000;
 constexpr int64_t kMaxSeconds = 1'000'000'000'000;
 constexpr const char* kProgram = "site";  // the one program of a derived budget tree
-
-Error At(const std::string& file, int line, std::string field, std::string reason) {
-  return Error{std::move(field), std::move(reason), file, line};
-}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -40,13 +37,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::optional<int64_t> ToInt(std::string_view s) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 // The mapped fields, with the name a user writes in --map.

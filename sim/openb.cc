@@ -14,6 +14,7 @@
 #include "core/budget_tree.h"
 #include "sim/csv.h"
 #include "sim/rng.h"
+#include "sim/text_input.h"
 #include "sim/trace.h"
 
 namespace hg::sim {
@@ -26,10 +27,6 @@ constexpr int64_t kDebugMax = 30 * 60;         // a funded 1-GPU task this short
 constexpr int64_t kProtectCap = 30 * 60;       // min_runtime of funded non-debug tasks, at most
 constexpr int64_t kResumableOver = 60 * 60;    // tasks longer than this checkpoint...
 constexpr int64_t kCheckpointEvery = 30 * 60;  // ...this often
-
-Error At(const std::string& file, int line, std::string field, std::string reason) {
-  return Error{std::move(field), std::move(reason), file, line};
-}
 
 // A non-negative integer, or nullopt.
 std::optional<int64_t> ToCount(std::string_view s) {

@@ -19,6 +19,7 @@
 #include "sim/civil_time.h"
 #include "sim/csv.h"
 #include "sim/rng.h"
+#include "sim/text_input.h"
 
 namespace hg::sim {
 namespace {
@@ -40,10 +41,6 @@ constexpr int64_t kCheckpointEvery = 30 * 60;  // ...this often
 constexpr uint64_t kStreamResearcher = 1;
 constexpr uint64_t kStreamUnfunded = 2;
 
-Error At(const std::string& file, int line, std::string field, std::string reason) {
-  return Error{std::move(field), std::move(reason), file, line};
-}
-
 // A well-mixed 64-bit value of (seed, stream, line): the same inputs give the same value on every
 // platform, and no decision depends on the order rows are read in.
 uint64_t Hash(uint64_t seed, uint64_t stream, int line) {
@@ -57,14 +54,6 @@ uint64_t Hash(uint64_t seed, uint64_t stream, int line) {
 
 // Uniform in [0, 1) from the top 53 bits.
 double Unit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
-
-std::optional<double> ToNumber(std::string_view s) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
 
 // One decimal, but a tiny non-zero share is not shown as 0.0% (philly-dev has a VC of 0.001%).
 std::string Percent(double fraction) {
@@ -122,22 +111,6 @@ Result<void> CheckOptions(const PhillyOptions& o) {
   if (o.programs < 1 || o.programs > 10'000)
     return Fail("programs", fmt::format("must be an integer in 1..10000, got {}", o.programs));
   return {};
-}
-
-Result<std::string> Slurp(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return tl::unexpected(At(path, 0, "", "is a directory, expected a file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const bool exists = fs::exists(path, ec);
-    return tl::unexpected(
-        At(path, 0, "", exists ? "cannot be opened for reading" : "no such file"));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return tl::unexpected(At(path, 0, "", "read failed"));
-  return ss.str();
 }
 
 // One row of the trace, before times are made relative and budgets assigned.
@@ -353,7 +326,7 @@ Result<Scenario> ParsePhilly(std::string_view text, std::string file_label,
 
 Result<Scenario> LoadPhilly(const std::string& path, const PhillyOptions& opt) {
   if (auto ok = CheckOptions(opt); !ok) return tl::unexpected(ok.error());
-  auto text = Slurp(path);
+  auto text = ReadTextFile(path);
   if (!text) return tl::unexpected(text.error());
   return ParsePhilly(*text, path, opt);
 }

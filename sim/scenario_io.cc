@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "sim/csv.h"
+#include "sim/text_input.h"
 
 namespace hg::sim {
 
@@ -57,41 +58,6 @@ constexpr int64_t kMinInt32 = std::numeric_limits<int32_t>::min();
 constexpr int64_t kMaxSeconds = 1'000'000'000'000;  // about 31,700 years
 
 constexpr const char* kKindList = "health_fail, node_lost, repair, drain, undrain, share, limit";
-
-Error At(const std::string& file, int line, std::string field, std::string reason) {
-  return Error{std::move(field), std::move(reason), file, line};
-}
-
-std::optional<int64_t> ToInt(std::string_view s) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-std::optional<double> ToNumber(std::string_view s) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
-
-Result<std::string> Slurp(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return tl::unexpected(At(path, 0, "", "is a directory, expected a file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const bool exists = fs::exists(path, ec);
-    return tl::unexpected(
-        At(path, 0, "", exists ? "cannot be opened for reading" : "no such file"));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return tl::unexpected(At(path, 0, "", "read failed"));
-  return ss.str();
-}
 
 // Column names of a CSV format: which exist and which must be present in the header.
 struct Columns {
@@ -527,25 +493,25 @@ Result<std::vector<TimedEvent>> ParseEventsCsv(std::string_view text, std::strin
 }
 
 Result<std::vector<NodeSpec>> ReadCluster(const std::string& path) {
-  auto text = Slurp(path);
+  auto text = ReadTextFile(path);
   if (!text) return tl::unexpected(text.error());
   return ParseClusterCsv(*text, path);
 }
 
 Result<std::vector<BudgetSpec>> ReadBudgets(const std::string& path) {
-  auto text = Slurp(path);
+  auto text = ReadTextFile(path);
   if (!text) return tl::unexpected(text.error());
   return ParseBudgetsToml(*text, path);
 }
 
 Result<std::vector<SimJob>> ReadWorkload(const std::string& path) {
-  auto text = Slurp(path);
+  auto text = ReadTextFile(path);
   if (!text) return tl::unexpected(text.error());
   return ParseWorkloadCsv(*text, path);
 }
 
 Result<std::vector<TimedEvent>> ReadEvents(const std::string& path) {
-  auto text = Slurp(path);
+  auto text = ReadTextFile(path);
   if (!text) return tl::unexpected(text.error());
   return ParseEventsCsv(*text, path);
 }

@@ -10,6 +10,7 @@
 #include "sim/generic_trace.h"
 #include "sim/openb.h"
 #include "sim/philly.h"
+#include "sim/text_input.h"
 
 namespace hg::sim {
 namespace {
@@ -54,22 +55,6 @@ bool HasColumns(std::string_view header, std::initializer_list<std::string_view>
 }
 
 }  // namespace
-
-Result<std::string> ReadTextFile(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return tl::unexpected(Error{"", "is a directory, expected a file", path, 0});
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const bool exists = fs::exists(path, ec);
-    return tl::unexpected(
-        Error{"", exists ? "cannot be opened for reading" : "no such file", path, 0});
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return tl::unexpected(Error{"", "read failed", path, 0});
-  return ss.str();
-}
 
 Result<std::string> DetectTraceFormat(const std::string& path) {
   std::error_code ec;

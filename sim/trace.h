@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "sim/scenario.h"
+#include "sim/text_input.h"  // ReadTextFile, for callers of this header
 
 namespace hg::sim {
 
@@ -46,8 +47,5 @@ Result<LoadedTrace> LoadTrace(const TraceOptions& opt);
 // openb; .jsonl/.ndjson is jsonl), else by the header line (Philly's or openb's columns; a line
 // starting with '{' is jsonl), else csv.
 Result<std::string> DetectTraceFormat(const std::string& path);
-
-// The whole file as text; errors: "path: no such file", "is a directory", unreadable.
-Result<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace hg::sim
