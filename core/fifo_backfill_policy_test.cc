@@ -3,79 +3,39 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <deque>
 #include <optional>
 #include <set>
 #include <vector>
+
+#include "core/policy_test_world.h"
 
 namespace hg {
 namespace {
 
 // The baseline needs no budgets: nodes, a queue and running jobs.
-class World {
+class World : public policytest::PolicyWorld {
  public:
   NodeId AddNode(NodeState state = NodeState::kReady, int32_t gpus = 8) {
-    Node n;
-    n.id = NodeId(static_cast<int32_t>(nodes_.size()));
-    n.gpus = Gpus(gpus);
-    n.state = state;
-    n.block = "b0";
-    nodes_.push_back(n);
-    return n.id;
+    return PolicyWorld::AddNode(gpus, "b0", state);
   }
   JobSpec& NewJob(int32_t gpus, std::optional<Seconds> max_runtime = std::nullopt,
                   bool funded = true) {
     JobSpec s;
-    s.id = JobId(static_cast<int64_t>(specs_.size()) + 1);
     s.gpus = Gpus(gpus);
     s.budget = funded ? BudgetId(1) : kUnfunded;
     s.min_runtime = Hours(1);
     s.max_runtime = max_runtime;
-    specs_.push_back(s);
-    return specs_.back();
+    return AddJob(std::move(s));
   }
-  void Pend(const JobSpec& j, Seconds since) {
-    (j.funded() ? funded_ : unfunded_).push_back(PendingJob{&j, since, 1});
-  }
-  void Hole(bool funded) { (funded ? funded_ : unfunded_).push_back(PendingJob{}); }
-  void Run(const JobSpec& j, Seconds started, NodeId n) {
-    RunningJob r;
-    r.spec = &j;
-    r.started = started;
-    r.placement = {Slice{n, j.gpus}};
-    running_.push_back(r);
-  }
-  void Drain(NodeId n) { nodes_[static_cast<size_t>(n.value())].state = NodeState::kDraining; }
+  void Drain(NodeId n) { node(n).state = NodeState::kDraining; }
   // The lists must already be in (queued_since, id) order: the policy merges, never sorts.
   Decisions Cycle(Seconds now, bool explain = true) {
-    Snapshot snap;
-    snap.now = now;
-    snap.nodes = nodes_;
-    snap.pending_funded = funded_;
-    snap.pending_unfunded = unfunded_;
-    snap.running = running_;
-    snap.explain = explain;
-    return FifoBackfillPolicy(PolicyConfig{}).Cycle(snap);
+    return FifoBackfillPolicy(PolicyConfig{}).Cycle(Snap(now, explain));
   }
-
- private:
-  std::vector<Node> nodes_;
-  std::deque<JobSpec> specs_;
-  std::vector<PendingJob> funded_, unfunded_;
-  std::vector<RunningJob> running_;
 };
 
-std::vector<JobId> Started(const Decisions& d) {
-  std::vector<JobId> ids;
-  for (const StartDecision& s : d.starts) ids.push_back(s.job);
-  return ids;
-}
-
-const PendingNote* NoteFor(const Decisions& d, JobId id) {
-  for (const PendingNote& n : d.pending)
-    if (n.job == id) return &n;
-  return nullptr;
-}
+using policytest::NoteFor;
+using policytest::Started;
 
 TEST(FifoBackfill, StartsInSubmissionOrderWhileJobsFit) {
   World w;

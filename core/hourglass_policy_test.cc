@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "core/policy_test_world.h"
 
 namespace hg {
 namespace {
@@ -25,103 +26,47 @@ BudgetSpec Child(std::string name, std::string parent) {
 }
 
 // A hand-built cluster, budget tree, ledgers and queue, and one policy cycle over them.
-class World {
+class World : public policytest::PolicyWorld {
  public:
-  explicit World(std::vector<BudgetSpec> specs)
-      : tree_(MakeTree(specs)), delivered_(tree_), owed_(tree_) {}
+  explicit World(std::vector<BudgetSpec> specs) : PolicyWorld(MakeTree(specs)) {}
 
   NodeId AddNode(int32_t gpus = 8, std::string block = "A") {
-    Node n;
-    n.id = NodeId(static_cast<int32_t>(nodes_.size()));
-    n.name = "n" + std::to_string(nodes_.size());
-    n.gpus = Gpus(gpus);
-    n.block = std::move(block);
-    nodes_.push_back(n);
-    return n.id;
+    return PolicyWorld::AddNode(gpus, std::move(block), NodeState::kReady,
+                                "n" + std::to_string(node_count_++));
   }
-  Node& node(NodeId n) { return nodes_[static_cast<size_t>(n.value())]; }
 
   // A job charged to `budget` (a name; empty: unfunded).
   JobSpec& NewJob(int32_t gpus, std::string_view budget, Seconds min_runtime = Hours(1),
                   std::string job_class = "batch") {
     JobSpec s;
-    s.id = JobId(static_cast<int64_t>(specs_.size()) + 1);
     s.gpus = Gpus(gpus);
-    s.budget = budget.empty() ? kUnfunded : tree_.ChargeTarget(Leaf(budget));
+    s.budget = budget.empty() ? kUnfunded : tree().ChargeTarget(Leaf(budget));
     s.min_runtime = min_runtime;
     s.job_class = std::move(job_class);
-    specs_.push_back(s);
-    return specs_.back();
-  }
-  void Pend(const JobSpec& j, Seconds queued_since) {
-    (j.funded() ? funded_ : unfunded_).push_back(PendingJob{&j, queued_since, 1});
-  }
-  RunningJob& Run(const JobSpec& j, Seconds started, std::vector<Slice> placement) {
-    RunningJob r;
-    r.spec = &j;
-    r.started = started;
-    r.placement = std::move(placement);
-    running_.push_back(r);
-    return running_.back();
+    return AddJob(std::move(s));
   }
   // GPU-seconds delivered to and owed to a budget over [0, until).
   void History(std::string_view budget, Seconds until, double delivered_rate, double owed_rate) {
-    const BudgetId b = tree_.ChargeTarget(Leaf(budget));
-    delivered_.Charge(b, Seconds(0), until, delivered_rate);
-    owed_.Charge(b, Seconds(0), until, owed_rate);
+    const BudgetId b = tree().ChargeTarget(Leaf(budget));
+    delivered().Charge(b, Seconds(0), until, delivered_rate);
+    owed().Charge(b, Seconds(0), until, owed_rate);
   }
 
   Decisions Cycle(Seconds now, bool explain = true, const PolicyConfig& cfg = {}) {
-    delivered_.AdvanceTo(now);
-    owed_.AdvanceTo(now);
-    auto order = [](const PendingJob& a, const PendingJob& b) {
-      return a.queued_since != b.queued_since ? a.queued_since < b.queued_since
-                                              : a.spec->id < b.spec->id;
-    };
-    std::sort(funded_.begin(), funded_.end(), order);
-    std::sort(unfunded_.begin(), unfunded_.end(), order);
-    Snapshot snap;
-    snap.now = now;
-    snap.nodes = nodes_;
-    snap.tree = &tree_;
-    snap.delivered = &delivered_;
-    snap.owed = &owed_;
-    snap.pending_funded = funded_;
-    snap.pending_unfunded = unfunded_;
-    snap.running = running_;
-    snap.explain = explain;
-    return HourglassPolicy(cfg).Cycle(snap);
+    SortQueues();
+    return HourglassPolicy(cfg).Cycle(Snap(now, explain));
   }
 
-  BudgetId Leaf(std::string_view name) const { return tree_.ChargeTarget(*tree_.Find(name)); }
-  BudgetId Id(std::string_view name) const { return *tree_.Find(name); }
-  const BudgetTree& tree() const { return tree_; }
+  BudgetId Leaf(std::string_view name) const { return tree().ChargeTarget(*tree().Find(name)); }
+  BudgetId Id(std::string_view name) const { return *tree().Find(name); }
 
  private:
-  BudgetTree tree_;
-  UsageLedger delivered_;
-  UsageLedger owed_;
-  std::vector<Node> nodes_;
-  std::deque<JobSpec> specs_;  // stable addresses
-  std::vector<PendingJob> funded_, unfunded_;
-  std::vector<RunningJob> running_;
+  int node_count_ = 0;
 };
 
-const StartDecision* StartOf(const Decisions& d, JobId id) {
-  for (const StartDecision& s : d.starts)
-    if (s.job == id) return &s;
-  return nullptr;
-}
-const StopDecision* StopOf(const Decisions& d, JobId id) {
-  for (const StopDecision& s : d.stops)
-    if (s.job == id) return &s;
-  return nullptr;
-}
-const PendingNote* NoteOf(const Decisions& d, JobId id) {
-  for (const PendingNote& n : d.pending)
-    if (n.job == id) return &n;
-  return nullptr;
-}
+using policytest::NoteFor;
+using policytest::StartOf;
+using policytest::StopOf;
 
 TEST(HourglassPolicy, FundedJobPreemptsUnfundedWork) {
   World w({Top("a"), Top("b")});
@@ -143,7 +88,7 @@ TEST(HourglassPolicy, FundedJobPreemptsUnfundedWork) {
   EXPECT_FALSE(s.violates_contract);
   // The job waits out the victim's grace period rather than starting on busy GPUs.
   EXPECT_TRUE(d.starts.empty());
-  const PendingNote* note = NoteOf(d, f.id);
+  const PendingNote* note = NoteFor(d, f.id);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
   EXPECT_EQ(note->reason.a, 100 + u.grace.value());
@@ -192,7 +137,7 @@ TEST(HourglassPolicy, ProtectedFundedJobIsNotPreemptedBeforeItsMinRuntime) {
   EXPECT_EQ(d.reservations[0].job, kStarved);
   EXPECT_EQ(d.reservations[0].due, now + Minutes(30));
   EXPECT_EQ(d.reservations[0].slices, (std::vector<Slice>{{NodeId(0), Gpus(8)}}));
-  const PendingNote* note = NoteOf(d, kStarved);
+  const PendingNote* note = NoteFor(d, kStarved);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitReservation);
   EXPECT_EQ(note->reason.a, (now + Minutes(30)).value());
@@ -221,7 +166,7 @@ TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   const Decisions d = w.Cycle(now);
   EXPECT_TRUE(d.stops.empty());
   EXPECT_TRUE(d.reservations.empty());  // nothing will ever become preemptible for it
-  const PendingNote* note = NoteOf(d, kStarved);
+  const PendingNote* note = NoteFor(d, kStarved);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitGpus);
   EXPECT_EQ(note->reason.a, 8);
@@ -298,7 +243,7 @@ TEST(HourglassPolicy, BudgetLimitBlocksWithANote) {
   const Decisions d = w.Cycle(Seconds(30));
   EXPECT_EQ(StartOf(d, more.id), nullptr);
   EXPECT_NE(StartOf(d, other.id), nullptr);
-  const PendingNote* note = NoteOf(d, more.id);
+  const PendingNote* note = NoteFor(d, more.id);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitBudgetLimit);
   EXPECT_EQ(note->reason.budget, w.Id("a"));
@@ -320,7 +265,7 @@ TEST(HourglassPolicy, ALimitOnAParentBlocksItsChildrenTogether) {
   const Decisions d = w.Cycle(Seconds(30));
   EXPECT_NE(StartOf(d, fits.id), nullptr);  // 6 + 2 = 8: at the limit, not over
   EXPECT_EQ(StartOf(d, over.id), nullptr);
-  const PendingNote* note = NoteOf(d, over.id);
+  const PendingNote* note = NoteFor(d, over.id);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitBudgetLimit);
   EXPECT_EQ(note->reason.budget, w.Id("P"));
@@ -341,7 +286,7 @@ TEST(HourglassPolicy, QuickHeadroomKeepsGpusFromUnfundedWork) {
     EXPECT_NE(StartOf(d, u1.id), nullptr);
     if (headroom > 0) {
       EXPECT_EQ(StartOf(d, u2.id), nullptr);
-      const PendingNote* note = NoteOf(d, u2.id);
+      const PendingNote* note = NoteFor(d, u2.id);
       ASSERT_NE(note, nullptr);
       EXPECT_EQ(note->reason.code, ReasonCode::kWaitUnfunded);
     } else {
@@ -458,7 +403,7 @@ TEST(HourglassPolicy, AGangThatCannotFitGetsAReservation) {
   EXPECT_EQ(r.job, g.gang);
   EXPECT_EQ(r.due, g.b_started + Hours(1));  // when b's jobs reach max_runtime
   EXPECT_EQ(r.slices, (std::vector<Slice>{{NodeId(0), Gpus(8)}, {NodeId(1), Gpus(8)}}));
-  const PendingNote* note = NoteOf(d, g.gang);
+  const PendingNote* note = NoteFor(d, g.gang);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitReservation);
   EXPECT_EQ(note->estimated_start, r.due);
@@ -513,10 +458,10 @@ TEST(HourglassPolicy, ExplainGivesEveryPendingJobExactlyOneOutcome) {
   for (const PendingNote& n : d.pending) {
     EXPECT_FALSE(Describe(n.reason, g.w.tree()).empty());
   }
-  const PendingNote* long_note = NoteOf(d, g.long_job);
+  const PendingNote* long_note = NoteFor(d, g.long_job);
   ASSERT_NE(long_note, nullptr);
   EXPECT_EQ(long_note->reason.code, ReasonCode::kWaitGpus);
-  const PendingNote* unfunded_note = NoteOf(d, g.unfunded);
+  const PendingNote* unfunded_note = NoteFor(d, g.unfunded);
   ASSERT_NE(unfunded_note, nullptr);
   EXPECT_EQ(unfunded_note->reason.code, ReasonCode::kWaitUnfunded);
 }
@@ -556,7 +501,7 @@ TEST(HourglassPolicy, AJobWaitingForItsVictimsHoldsTheFreeGpusBesideThem) {
   EXPECT_TRUE(d.starts.empty());  // u does not slip into the 4 free GPUs
   EXPECT_TRUE(d.stops.empty());   // the victim is already leaving
   EXPECT_TRUE(d.reservations.empty());
-  const PendingNote* note = NoteOf(d, f.id);
+  const PendingNote* note = NoteFor(d, f.id);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
   EXPECT_EQ(note->reason.a, 160);
@@ -586,7 +531,7 @@ TEST(HourglassPolicy, AJobWaitingForUnfundedVictimsPreemptsNoMore) {
   const Decisions d = w.Cycle(Seconds(40));
   EXPECT_EQ(StopOf(d, other.id), nullptr);
   EXPECT_TRUE(d.stops.empty());
-  const PendingNote* note = NoteOf(d, f.id);
+  const PendingNote* note = NoteFor(d, f.id);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
   EXPECT_EQ(note->reason.a, 160);

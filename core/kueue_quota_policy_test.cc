@@ -2,10 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <map>
 #include <optional>
 #include <vector>
+
+#include "core/policy_test_world.h"
 
 namespace hg {
 namespace {
@@ -15,83 +16,28 @@ std::vector<BudgetSpec> TwoBudgets() {
 }
 
 // A budget tree, nodes, a queue and running jobs. Jobs have a min_runtime of one hour.
-class World {
+class World : public policytest::PolicyWorld {
  public:
   explicit World(const std::vector<BudgetSpec>& specs = TwoBudgets())
-      : tree_(*BudgetTree::Build(specs)), delivered_(tree_), owed_(tree_) {}
-  BudgetId B(const char* name) const { return *tree_.Find(name); }
-  const BudgetTree& tree() const { return tree_; }
-  NodeId AddNode(int32_t gpus = 8) {
-    Node n;
-    n.id = NodeId(static_cast<int32_t>(nodes_.size()));
-    n.gpus = Gpus(gpus);
-    n.block = "b0";
-    nodes_.push_back(n);
-    return n.id;
-  }
+      : PolicyWorld(*BudgetTree::Build(specs)) {}
+  BudgetId B(const char* name) const { return *tree().Find(name); }
+  NodeId AddNode(int32_t gpus = 8) { return PolicyWorld::AddNode(gpus, "b0"); }
   JobSpec& NewJob(int32_t gpus, BudgetId budget, int32_t per_node = 0) {
     JobSpec s;
-    s.id = JobId(static_cast<int64_t>(specs_.size()) + 1);
     s.gpus = Gpus(gpus);
     s.gpus_per_node = Gpus(per_node);
     s.budget = budget;
     s.min_runtime = Hours(1);
-    specs_.push_back(s);
-    return specs_.back();
+    return AddJob(std::move(s));
   }
-  void Pend(const JobSpec& j, Seconds since) {
-    (j.funded() ? funded_ : unfunded_).push_back(PendingJob{&j, since, 1});
-  }
-  void Run(const JobSpec& j, Seconds started, std::vector<Slice> placement) {
-    RunningJob r;
-    r.spec = &j;
-    r.started = started;
-    r.placement = std::move(placement);
-    running_.push_back(r);
-  }
-  void Run(const JobSpec& j, Seconds started, NodeId n) { Run(j, started, {Slice{n, j.gpus}}); }
   Decisions Cycle(Seconds now, bool explain = true) {
-    delivered_.AdvanceTo(now);
-    owed_.AdvanceTo(now);
-    Snapshot snap;
-    snap.now = now;
-    snap.nodes = nodes_;
-    snap.tree = &tree_;
-    snap.delivered = &delivered_;
-    snap.owed = &owed_;
-    snap.pending_funded = funded_;
-    snap.pending_unfunded = unfunded_;
-    snap.running = running_;
-    snap.explain = explain;
-    return KueueQuotaPolicy(PolicyConfig{}).Cycle(snap);
+    return KueueQuotaPolicy(PolicyConfig{}).Cycle(Snap(now, explain));
   }
-
- private:
-  BudgetTree tree_;
-  UsageLedger delivered_, owed_;
-  std::vector<Node> nodes_;
-  std::deque<JobSpec> specs_;
-  std::vector<PendingJob> funded_, unfunded_;
-  std::vector<RunningJob> running_;
 };
 
-std::vector<JobId> Started(const Decisions& d) {
-  std::vector<JobId> ids;
-  for (const StartDecision& s : d.starts) ids.push_back(s.job);
-  return ids;
-}
-
-std::vector<JobId> Stopped(const Decisions& d) {
-  std::vector<JobId> ids;
-  for (const StopDecision& s : d.stops) ids.push_back(s.job);
-  return ids;
-}
-
-const PendingNote* NoteFor(const Decisions& d, JobId id) {
-  for (const PendingNote& n : d.pending)
-    if (n.job == id) return &n;
-  return nullptr;
-}
+using policytest::NoteFor;
+using policytest::Started;
+using policytest::Stopped;
 
 TEST(KueueQuota, NominalQuotaFromEntitlement) {
   // Program p has projects x (share 3) and y (share 1); program q has no children.

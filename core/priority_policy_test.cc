@@ -3,65 +3,29 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <deque>
 #include <vector>
+
+#include "core/policy_test_world.h"
 
 namespace hg {
 namespace {
 
 // The baseline needs no budgets: nodes, a queue and running jobs.
-class World {
+class World : public policytest::PolicyWorld {
  public:
-  NodeId AddNode(NodeState state = NodeState::kReady) {
-    Node n;
-    n.id = NodeId(static_cast<int32_t>(nodes_.size()));
-    n.gpus = Gpus(8);
-    n.state = state;
-    nodes_.push_back(n);
-    return n.id;
-  }
+  NodeId AddNode(NodeState state = NodeState::kReady) { return PolicyWorld::AddNode(8, "", state); }
   JobSpec& NewJob(int32_t gpus, int tier, bool funded = true) {
     JobSpec s;
-    s.id = JobId(static_cast<int64_t>(specs_.size()) + 1);
     s.gpus = Gpus(gpus);
     s.tier = tier;
     s.budget = funded ? BudgetId(1) : kUnfunded;
     s.min_runtime = Hours(1);
-    specs_.push_back(s);
-    return specs_.back();
-  }
-  void Pend(const JobSpec& j, Seconds since) {
-    (j.funded() ? funded_ : unfunded_).push_back(PendingJob{&j, since, 1});
-  }
-  void Run(const JobSpec& j, Seconds started, NodeId n) {
-    RunningJob r;
-    r.spec = &j;
-    r.started = started;
-    r.placement = {Slice{n, j.gpus}};
-    running_.push_back(r);
+    return AddJob(std::move(s));
   }
   Decisions Cycle(Seconds now) {
-    auto order = [](const PendingJob& a, const PendingJob& b) {
-      return a.queued_since != b.queued_since ? a.queued_since < b.queued_since
-                                              : a.spec->id < b.spec->id;
-    };
-    std::sort(funded_.begin(), funded_.end(), order);
-    std::sort(unfunded_.begin(), unfunded_.end(), order);
-    Snapshot snap;
-    snap.now = now;
-    snap.nodes = nodes_;
-    snap.pending_funded = funded_;
-    snap.pending_unfunded = unfunded_;
-    snap.running = running_;
-    snap.explain = true;
-    return PriorityPolicy(PolicyConfig{}).Cycle(snap);
+    SortQueues();
+    return PriorityPolicy(PolicyConfig{}).Cycle(Snap(now, true));
   }
-
- private:
-  std::vector<Node> nodes_;
-  std::deque<JobSpec> specs_;
-  std::vector<PendingJob> funded_, unfunded_;
-  std::vector<RunningJob> running_;
 };
 
 TEST(PriorityPolicy, HigherTierPreemptsLowerAtOnceIgnoringTheContract) {

@@ -2,94 +2,42 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <optional>
 #include <set>
 #include <vector>
+
+#include "core/policy_test_world.h"
 
 namespace hg {
 namespace {
 
 // Two top-level budgets with equal shares, nodes of 8 GPUs, a queue and running jobs.
-class World {
+class World : public policytest::PolicyWorld {
  public:
   World()
-      : tree_(*BudgetTree::Build({{"a", "", 1.0, {}, {}, 0}, {"b", "", 1.0, {}, {}, 0}})),
-        delivered_(tree_),
-        owed_(tree_) {}
-  BudgetId a() const { return *tree_.Find("a"); }
-  BudgetId b() const { return *tree_.Find("b"); }
-  NodeId AddNode() {
-    Node n;
-    n.id = NodeId(static_cast<int32_t>(nodes_.size()));
-    n.gpus = Gpus(8);
-    n.block = "b0";
-    nodes_.push_back(n);
-    return n.id;
-  }
+      : PolicyWorld(*BudgetTree::Build({{"a", "", 1.0, {}, {}, 0}, {"b", "", 1.0, {}, {}, 0}})) {}
+  BudgetId a() const { return *tree().Find("a"); }
+  BudgetId b() const { return *tree().Find("b"); }
+  NodeId AddNode() { return PolicyWorld::AddNode(8, "b0"); }
   // GPU-seconds delivered to `budget` in the last week.
   void Used(BudgetId budget, Seconds from, Seconds to, double gpus) {
-    delivered_.Charge(budget, from, to, gpus);
+    delivered().Charge(budget, from, to, gpus);
   }
   JobSpec& NewJob(int32_t gpus, BudgetId budget, std::optional<Seconds> max_runtime = {}) {
     JobSpec s;
-    s.id = JobId(static_cast<int64_t>(specs_.size()) + 1);
     s.gpus = Gpus(gpus);
     s.budget = budget;
     s.min_runtime = Hours(1);
     s.max_runtime = max_runtime;
-    specs_.push_back(s);
-    return specs_.back();
-  }
-  void Pend(const JobSpec& j, Seconds since) {
-    (j.funded() ? funded_ : unfunded_).push_back(PendingJob{&j, since, 1});
-  }
-  void Run(const JobSpec& j, Seconds started, NodeId n) {
-    RunningJob r;
-    r.spec = &j;
-    r.started = started;
-    r.placement = {Slice{n, j.gpus}};
-    running_.push_back(r);
-  }
-  Snapshot Snap(Seconds now, bool explain) {
-    delivered_.AdvanceTo(now);
-    owed_.AdvanceTo(now);
-    Snapshot snap;
-    snap.now = now;
-    snap.nodes = nodes_;
-    snap.tree = &tree_;
-    snap.delivered = &delivered_;
-    snap.owed = &owed_;
-    snap.pending_funded = funded_;
-    snap.pending_unfunded = unfunded_;
-    snap.running = running_;
-    snap.explain = explain;
-    return snap;
+    return AddJob(std::move(s));
   }
   Decisions Cycle(Seconds now, bool explain = true) {
     return SlurmMultifactorPolicy(PolicyConfig{}).Cycle(Snap(now, explain));
   }
-
- private:
-  BudgetTree tree_;
-  UsageLedger delivered_, owed_;
-  std::vector<Node> nodes_;
-  std::deque<JobSpec> specs_;
-  std::vector<PendingJob> funded_, unfunded_;
-  std::vector<RunningJob> running_;
 };
 
-std::vector<JobId> Started(const Decisions& d) {
-  std::vector<JobId> ids;
-  for (const StartDecision& s : d.starts) ids.push_back(s.job);
-  return ids;
-}
-
-const PendingNote* NoteFor(const Decisions& d, JobId id) {
-  for (const PendingNote& n : d.pending)
-    if (n.job == id) return &n;
-  return nullptr;
-}
+using policytest::NoteFor;
+using policytest::Started;
 
 TEST(SlurmMultifactor, FairShareFactorIsTheClassicFormula) {
   EXPECT_DOUBLE_EQ(SlurmFairShareFactor(0.0, 0.5), 1.0);
