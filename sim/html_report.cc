@@ -29,19 +29,6 @@ nlohmann::json Num(double x) {
 }
 nlohmann::json Num(const std::optional<double>& x) { return x ? Num(*x) : nlohmann::json(); }
 
-std::vector<std::string> UniqueNames(const std::vector<SimResult>& runs) {
-  // Same rule as sim::ToJson, so the table, the charts and "measures" use the same names.
-  std::vector<std::string> names;
-  std::set<std::string> used;
-  for (const SimResult& r : runs) {
-    std::string name = r.policy;
-    for (int k = 2; used.count(name) > 0; ++k) name = fmt::format("{}#{}", r.policy, k);
-    used.insert(name);
-    names.push_back(std::move(name));
-  }
-  return names;
-}
-
 std::string Duration(int64_t s) {
   const double v = static_cast<double>(s);
   if (s < 60) return fmt::format("{}s", s);

@@ -290,20 +290,6 @@ nlohmann::json PolicyJson(const SimResult& r) {
   return p;
 }
 
-// Policy names made unique in run order: "a", "a#2", ... (a later run must not overwrite an
-// earlier one of the same name).
-std::vector<std::string> UniqueNames(const std::vector<SimResult>& runs) {
-  std::vector<std::string> names;
-  std::set<std::string> used;
-  for (const SimResult& r : runs) {
-    std::string name = r.policy;
-    for (int k = 2; used.count(name) > 0; ++k) name = fmt::format("{}#{}", r.policy, k);
-    used.insert(name);
-    names.push_back(std::move(name));
-  }
-  return names;
-}
-
 }  // namespace
 
 nlohmann::json ToJson(const std::vector<SimResult>& runs) {
@@ -515,6 +501,18 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
     out += bg.Render();
   }
   return out;
+}
+
+std::vector<std::string> UniqueNames(const std::vector<SimResult>& runs) {
+  std::vector<std::string> names;
+  std::set<std::string> used;
+  for (const SimResult& r : runs) {
+    std::string name = r.policy;
+    for (int k = 2; used.count(name) > 0; ++k) name = fmt::format("{}#{}", r.policy, k);
+    used.insert(name);
+    names.push_back(std::move(name));
+  }
+  return names;
 }
 
 }  // namespace hg::sim

@@ -36,6 +36,10 @@ inline constexpr std::array<const char*, 5> kSizeBuckets = {"1", "2-8", "9-64", 
 // Index into kSizeBuckets for a job of `gpus` GPUs.
 size_t SizeBucket(int32_t gpus);
 
+// Policy names made unique in run order: "a", "a#2", ... (a later run must not overwrite an
+// earlier one of the same name). The table, the JSON and the HTML report all use these names.
+std::vector<std::string> UniqueNames(const std::vector<SimResult>& runs);
+
 // Nearest-rank percentile of ascending `sorted` samples; nullopt when there are none.
 // `percent` is in 1..100.
 std::optional<int64_t> Percentile(const std::vector<int64_t>& sorted, int percent);
