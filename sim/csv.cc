@@ -73,18 +73,12 @@ int CsvTable::Column(std::string_view name) const {
 }
 
 Result<CsvTable> ParseCsvTable(std::string_view text, const std::string& file) {
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   CsvTable table;
   bool have_header = false;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string_view::npos) eol = text.size();
-    std::string_view line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.Next(&line)) {
+    const int line_no = lines.number();
     std::string_view trimmed = Trim(line);
     if (trimmed.empty() || trimmed.front() == '#') continue;
 

@@ -86,18 +86,12 @@ class Source {
                             const std::vector<std::pair<std::string, std::string>>& wanted) {
     Source src;
     src.file_ = file;
-    if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
     std::vector<std::string> header;
     std::vector<int> index;  // per wanted column: its header index
-    int line_no = 0;
-    size_t pos = 0;
-    while (pos < text.size()) {
-      size_t eol = text.find('\n', pos);
-      if (eol == std::string_view::npos) eol = text.size();
-      std::string_view line = text.substr(pos, eol - pos);
-      pos = eol + 1;
-      ++line_no;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    TextLines lines(text);
+    std::string_view line;
+    while (lines.Next(&line)) {
+      const int line_no = lines.number();
       const std::string_view trimmed = Trim(line);
       if (trimmed.empty() || (header.empty() && trimmed.front() == '#')) continue;
       if (header.empty() && delimiter == 0)

@@ -15,6 +15,21 @@ Error At(const std::string& file, int line, std::string field, std::string reaso
   return Error{std::move(field), std::move(reason), file, line};
 }
 
+TextLines::TextLines(std::string_view text) : text_(text) {
+  if (text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);
+}
+
+bool TextLines::Next(std::string_view* line) {
+  if (pos_ >= text_.size()) return false;
+  size_t eol = text_.find('\n', pos_);
+  if (eol == std::string_view::npos) eol = text_.size();
+  *line = text_.substr(pos_, eol - pos_);
+  pos_ = eol + 1;
+  ++number_;
+  if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+  return true;
+}
+
 Result<std::string> ReadTextFile(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))

@@ -12,6 +12,23 @@
 
 namespace hg::sim {
 
+// The physical lines of a text, numbered from 1. A UTF-8 byte order mark at the start is dropped,
+// and so is the '\r' of a "\r\n" line break, so a file saved on Windows reads the same.
+class TextLines {
+ public:
+  explicit TextLines(std::string_view text);
+  // The next line without its line break; false after the last one (a final line break does not
+  // start another, empty line).
+  bool Next(std::string_view* line);
+  // The number of the line Next returned last.
+  int number() const { return number_; }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  int number_ = 0;
+};
+
 // An error at `line` (1-based; 0: the file as a whole) of `file`, naming `field`.
 Error At(const std::string& file, int line, std::string field, std::string reason);
 
