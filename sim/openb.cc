@@ -224,6 +224,8 @@ Result<Scenario> ParseOpenb(std::string_view nodes_text, const std::string& node
   Scenario sc;
   sc.name = fs::path(pods_label).stem().string();
   sc.nodes = std::move(nodes->nodes);
+  int32_t largest_node = 0;
+  for (const NodeSpec& n : sc.nodes) largest_node = std::max(largest_node, n.gpus);
   const int projects = opt.programs * opt.projects_per_program;
   for (int p = 0; p < opt.programs; ++p)
     sc.budgets.push_back(BudgetSpec{ProgramName(p), "", 1.0, std::nullopt, {}, 0});
@@ -243,6 +245,12 @@ Result<Scenario> ParseOpenb(std::string_view nodes_text, const std::string& node
       ++st.not_positive;
       continue;
     }
+    // A pod is placed on one node; one that no node can hold could never start.
+    if (k.gpus > largest_node)
+      return tl::unexpected(At(pods_label, k.line, "num_gpu",
+                               fmt::format("a pod runs on one node, and this one needs {} GPUs; "
+                                           "the largest node of {} has {}",
+                                           k.gpus, nodes_label, largest_node)));
     SimJob j;
     j.line = k.line;
     JobSpec& s = j.spec;

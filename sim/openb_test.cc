@@ -170,6 +170,10 @@ TEST(Openb, MalformedRowsNameFileLineAndColumn) {
       {"pod missing column", ok_nodes, "name,gpu_milli\np,1000\n", "p.csv", "num_gpu", 1},
       {"pod only some times", ok_nodes, "name,num_gpu,gpu_milli,creation_time\np,1,1000,0\n",
        "p.csv", "deletion_time", 1},
+      // A pod runs on one node: more GPUs than the largest node has can never run (found by
+      // fuzz/trace_fuzz.cc; the simulator refused it only later, as "workload:N").
+      {"pod larger than any node", ok_nodes, pod_head + ok_pod + "p1,16,1000,LS,0,100,0\n", "p.csv",
+       "num_gpu", 3},
   };
   for (const Case& c : cases) {
     auto r = ParseOpenb(c.nodes, "n.csv", c.pods, "p.csv", {});
@@ -181,6 +185,11 @@ TEST(Openb, MalformedRowsNameFileLineAndColumn) {
   auto r = ParseOpenb(ok_nodes, "n.csv", pod_head + "p1,x,1000,LS,0,100,0\n", "p.csv", {});
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().ToString(), "p.csv:2: num_gpu: must be an integer >= 0, got 'x'");
+  auto big = ParseOpenb(ok_nodes, "n.csv", pod_head + "p1,9,1000,LS,0,100,0\n", "p.csv", {});
+  ASSERT_FALSE(big.has_value());
+  EXPECT_EQ(big.error().ToString(),
+            "p.csv:2: num_gpu: a pod runs on one node, and this one needs 9 GPUs; the largest node "
+            "of n.csv has 8");
 }
 
 TEST(Openb, DescribeMappingStatesSkipsRoundingAndBudgets) {
