@@ -8,6 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libsodium-dev libcpp-httplib-dev
   chromium sqlite3
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

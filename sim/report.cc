@@ -483,7 +483,8 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
     }
     bg.Row(std::move(h1));
     bg.Row(std::move(h2));
-    for (const auto& [path, depth] : paths) {
+    for (const auto& [path_, depth] : paths) {
+      const std::string& path = path_;  // a lambda may not capture a structured binding in clang 14
       std::vector<std::string> cells{std::string(static_cast<size_t>(2 * (depth - 1)), ' ') + path};
       for (const Measures& m : ms) {
         auto it = std::find_if(m.budgets.begin(), m.budgets.end(),
