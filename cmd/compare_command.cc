@@ -135,11 +135,9 @@ int RunCompare(const CompareArgs& a) {
     return fail(Fail("--json", "must differ from --html").value());
 
   sim::SimOptions opt;
-  if (auto config = PolicyConfigFrom(a.tuning)) {
-    opt.policy = *config;
-  } else {
-    return fail(config.error());
-  }
+  auto config = PolicyConfigFrom(a.tuning);
+  if (!config) return fail(config.error());
+  opt.policy = *config;
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : Split(a.policies)) {
     auto p = MakePolicy(name, opt.policy);

@@ -141,11 +141,9 @@ int RunSim(const SimArgs& a) {
   };
   if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
   sim::SimOptions opt;
-  if (auto config = PolicyConfigFrom(a.tuning)) {
-    opt.policy = *config;
-  } else {
-    return fail(config.error());
-  }
+  auto config = PolicyConfigFrom(a.tuning);
+  if (!config) return fail(config.error());
+  opt.policy = *config;
   const sim::PhillyOptions& po = a.philly_opt;
   if (!std::isfinite(po.oversubscription) || po.oversubscription <= 0)
     return fail(

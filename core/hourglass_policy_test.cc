@@ -32,7 +32,7 @@ class World : public policytest::PolicyWorld {
 
   NodeId AddNode(int32_t gpus = 8, std::string block = "A") {
     return PolicyWorld::AddNode(gpus, std::move(block), NodeState::kReady,
-                                "n" + std::to_string(node_count_++));
+                                "n" + std::to_string(node_count()));
   }
 
   // A job charged to `budget` (a name; empty: unfunded).
@@ -59,9 +59,6 @@ class World : public policytest::PolicyWorld {
 
   BudgetId Leaf(std::string_view name) const { return tree().ChargeTarget(*tree().Find(name)); }
   BudgetId Id(std::string_view name) const { return *tree().Find(name); }
-
- private:
-  int node_count_ = 0;
 };
 
 using policytest::NoteFor;

@@ -38,6 +38,7 @@ class PolicyWorld {
     return n.id;
   }
   Node& node(NodeId n) { return nodes_[static_cast<size_t>(n.value())]; }
+  size_t node_count() const { return nodes_.size(); }
 
   // Stores `s` with the next job id (1, 2, ...) and returns it at a stable address.
   JobSpec& AddJob(JobSpec s) {

@@ -259,9 +259,8 @@ Result<void> State::Impl::EndAttempt(JobRt& j, int64_t now) {
   } else {
     rec.ended_at = now;
   }
-  const int64_t used_from =
-      j.alloc_since.value() > 0 ? j.alloc_since.value() : j.rec.started_at.value_or(now);
-  store::RunRecord run{rec.id, j.rec.attempts, rec.budget, rec.gpus, used_from, now};
+  // Usage counts from the GPU assignment (set by Start, or by Load after a restart).
+  store::RunRecord run{rec.id, j.rec.attempts, rec.budget, rec.gpus, j.alloc_since.value(), now};
   auto ok = store.Transaction([&](store::Store& s) -> Result<void> {
     if (auto r = s.UpdateJob(rec); !r) return r;
     if (auto r = s.AddJobEvent({rec.id, now, event, rec.reason}); !r) return r;

@@ -11,7 +11,7 @@
 
 #include "core/cluster_state.h"
 #include "sim/openb.h"
-#include "sim/trace.h"
+#include "sim/text_input.h"
 
 namespace hg::sim {
 namespace {

@@ -483,8 +483,10 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
     }
     bg.Row(std::move(h1));
     bg.Row(std::move(h2));
-    for (const auto& [path_, depth] : paths) {
-      const std::string& path = path_;  // a lambda may not capture a structured binding in clang 14
+    for (const auto& entry : paths) {
+      // Named members, not a structured binding: clang 14 cannot capture one in a lambda.
+      const std::string& path = entry.first;
+      const int depth = entry.second;
       std::vector<std::string> cells{std::string(static_cast<size_t>(2 * (depth - 1)), ' ') + path};
       for (const Measures& m : ms) {
         auto it = std::find_if(m.budgets.begin(), m.budgets.end(),

@@ -1,13 +1,12 @@
 #include "sim/text_input.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "store/test_dir.h"  // a fresh /tmp directory, removed afterwards
 
 namespace hg::sim {
 namespace {
@@ -49,24 +48,21 @@ TEST(TextInput, NumbersMustBeTheWholeField) {
 }
 
 TEST(TextInput, ReadTextFileNamesWhatIsWrong) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("hg_text_input_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string file = (dir / "f.csv").string();
+  const store::TestDir dir;
+  const std::string file = dir.File("f.csv");
   std::ofstream(file) << "a\r\nb\n";
   auto ok = ReadTextFile(file);
   ASSERT_TRUE(ok) << ok.error().ToString();
   EXPECT_EQ(*ok, "a\r\nb\n");  // bytes as they are: line handling is TextLines' job
 
-  auto missing = ReadTextFile((dir / "nope.csv").string());
+  auto missing = ReadTextFile(dir.File("nope.csv"));
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().reason, "no such file");
-  EXPECT_EQ(missing.error().file, (dir / "nope.csv").string());
+  EXPECT_EQ(missing.error().file, dir.File("nope.csv"));
 
-  auto is_dir = ReadTextFile(dir.string());
+  auto is_dir = ReadTextFile(dir.path());
   ASSERT_FALSE(is_dir);
   EXPECT_EQ(is_dir.error().reason, "is a directory, expected a file");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TextInput, AtNamesFileLineAndField) {

@@ -10,7 +10,6 @@
 
 #include "core/error.h"
 #include "sim/scenario.h"
-#include "sim/text_input.h"  // ReadTextFile, for callers of this header
 
 namespace hg::sim {
 
