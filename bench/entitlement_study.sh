@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Where does lab-month's owed GPU time go? Runs `hourglass` on one seed of lab-month as generated
+# and on variants of the same workload, and prints, from the simulator's JSON:
+#   entitlement   the measure: sum over leaf budgets of min(delivered, owed) / sum of owed
+#   funded/owed   all funded GPU-hours delivered / all owed: the most the measure could reach if
+#                 every budget got exactly its due (it caps the measure from above)
+#   unfunded      share of allocated GPU time that went to unfunded work
+#   lost GPU-h    work lost to preemption
+#   257+ p90      queue wait of the largest jobs (257 GPUs and more)
+# Variants (the same jobs, submit times and events; only contract fields change):
+#   as generated  the scenario itself
+#   no contract   every min_runtime set to 0: nothing is protected after it starts
+#   all resumable every job resumable: a preempted job is requeued instead of ending
+# If the contract were what keeps the measure low, "no contract" would raise it.
+#   bench/entitlement_study.sh [build/release/cmd/hourglass] [seed]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-build/release/cmd/hourglass}
+SEED=${2:-1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run() { "$@" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }; }
+# Written while simulating a moment only; the replays evaluate lab-month's 30 days, as the
+# built-in scenario does (files do not carry the end of the evaluation).
+run "$BIN" sim --scenario lab-month --seed "$SEED" --policies hourglass --quiet \
+  --end-days 0.001 --write-scenario "$tmp/s"
+# Copies of the workload with one column set to one value, found by its header name.
+variant() {  # column value out
+  python3 - "$tmp/s/workload.csv" "$1" "$2" "$3" <<'PY'
+import sys
+src, column, value, out = sys.argv[1:]
+lines = open(src).read().splitlines()
+head = next(i for i, l in enumerate(lines) if not l.startswith("#"))
+col = lines[head].split(",").index(column)
+with open(out, "w") as f:
+    for i, l in enumerate(lines):
+        if i > head:
+            cells = l.split(",")
+            cells[col] = value
+            l = ",".join(cells)
+        f.write(l + "\n")
+PY
+}
+variant min_runtime 0 "$tmp/no_contract.csv"
+variant resumable true "$tmp/all_resumable.csv"
+printf '%-14s %9s %11s %11s %9s %11s %9s\n' variant occupancy entitlement funded/owed \
+  unfunded "lost GPU-h" "257+ p90"
+for v in "as generated:$tmp/s/workload.csv" "no contract:$tmp/no_contract.csv" \
+  "all resumable:$tmp/all_resumable.csv"; do
+  name=${v%%:*}
+  run "$BIN" sim --cluster "$tmp/s/cluster.csv" --budgets "$tmp/s/budgets.toml" \
+    --workload "${v#*:}" --events "$tmp/s/events.csv" --end-days 30 --policies hourglass \
+    --quiet --json "$tmp/r.json"
+  python3 - "$tmp/r.json" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["policies"]["hourglass"]
+top = [b for b in r["budgets"] if b["depth"] == 1]
+owed = sum(b["owed_gpu_hours"] for b in top)
+delivered = sum(b["delivered_gpu_hours"] for b in top)
+big = r["wait_s_by_size"].get("257+", {}).get("p90", 0) / 86400
+print(f"{sys.argv[2]:<14} {100 * r['occupancy']:8.1f}% {100 * r['entitlement_delivered']:10.1f}% "
+      f"{100 * delivered / owed:10.1f}% {100 * r['unfunded_share']:8.1f}% "
+      f"{r['lost_gpu_hours']:11.0f} {big:8.1f}d")
+PY
+done
