@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the parsers of user files with libFuzzer (clang, AddressSanitizer, UBSan): the CSV reader,
-# the four scenario files, and the Philly, generic CSV/JSONL and openb trace adapters. Besides
-# crashes and sanitizer reports, each target checks what the parser promises (fuzz/*_fuzz.cc).
+# Fuzzes the parsers of user input with libFuzzer (clang, AddressSanitizer, UBSan): the CSV reader,
+# the four scenario files, the Philly, generic CSV/JSONL and openb trace adapters, and the HTTP
+# API's request bodies. Besides crashes and sanitizer reports, each target checks what the parser
+# promises (fuzz/*_fuzz.cc). Every fuzz/*_fuzz.cc is run, seeded from fuzz/corpus/<name>/.
 # Not part of the test command: a run takes minutes. A finding is saved as
 # out/fuzz/<target>/crash-* (replay: build/fuzz/fuzz/<target> FILE) and the script exits 1.
 #   scripts/fuzz.sh [seconds per target, default 60]

@@ -5,7 +5,7 @@
 #include <charconv>
 
 #include "server/auth.h"
-#include "server/json_check.h"
+#include "server/requests.h"
 
 namespace hg::server {
 namespace {
@@ -125,126 +125,29 @@ Reply<int64_t> QueryInt(const httplib::Request& req, const std::string& key, int
 // --- jobs -----------------------------------------------------------------------------------
 
 Reply<Out> SubmitJob(State& state, Ctx& c) {
-  JsonCheck k(c.body);
-  store::JobRecord j;
-  j.name = k.Str("name", false, true).value_or("job");
-  if (k.Has("budget") && !k.IsNull("budget"))
-    j.budget = k.Str("budget", false, true).value_or("");
-  else
-    k.Str("budget", false);
-  j.gpus = static_cast<int32_t>(k.Int("gpus", true, 1, 1 << 20).value_or(1));
-  j.gpus_per_node = static_cast<int32_t>(k.Int("gpus_per_node", false, 0, 1 << 20).value_or(0));
-  j.job_class = k.Str("class", false, true).value_or("batch");
-  j.min_runtime_s = k.Int("min_runtime_s", false, 0, int64_t{1} << 40).value_or(0);
-  j.max_runtime_s = k.Int("max_runtime_s", false, 1, int64_t{1} << 40);
-  j.resumable = k.Bool("resumable", false).value_or(false);
-  j.grace_s = k.Int("grace_s", false, 0, int64_t{1} << 40).value_or(120);
-  j.priority = static_cast<int32_t>(k.Int("priority", false, -1000000, 1000000).value_or(0));
-  j.command = k.StrList("command", true, false, 1).value_or(std::vector<std::string>{});
-  j.env = k.StrMap("env").value_or(std::map<std::string, std::string>{});
-  j.cwd = k.Str("cwd", false).value_or("/tmp");
-  k.Done();
-  if (!k.ok()) return tl::unexpected(*k.error());
-  auto id = state.Submit(c.who, std::move(j));
+  auto j = ParseJobRequest(c.body);
+  if (!j) return tl::unexpected(j.error());
+  auto id = state.Submit(c.who, std::move(*j));
   if (!id) return tl::unexpected(id.error());
   return Json({{"id", *id}, {"state", "pending"}}, 201);
 }
 
-// --- budgets ----------------------------------------------------------------------------------
-
-Reply<BudgetChange> ReadBudgetChange(Ctx& c, bool create, std::string* name) {
-  JsonCheck k(c.body);
-  BudgetChange ch;
-  if (create) {
-    *name = k.Str("name", true, true).value_or("");
-    if (k.Has("parent") && !k.IsNull("parent"))
-      ch.parent = k.Str("parent", false, true);
-    else
-      k.Str("parent", false);
-  }
-  ch.share = k.Number("share", create);
-  if (ch.share && *ch.share <= 0) k.Fail("share", "must be greater than 0");
-  if (k.Has("limit")) {
-    ch.set_limit = true;
-    if (!k.IsNull("limit")) {
-      if (auto v = k.Int("limit", true, 0, 1 << 30)) ch.limit = static_cast<int32_t>(*v);
-    } else
-      k.Str("limit", false);
-  }
-  ch.leads = k.StrList("leads", false, true);
-  ch.members = k.StrList("members", false, true);
-  k.Done();
-  if (!k.ok()) return tl::unexpected(*k.error());
-  return ch;
-}
-
 // --- agents -----------------------------------------------------------------------------------
 
-std::vector<AttemptRef> ReadRunning(JsonCheck& k) {
-  std::vector<AttemptRef> out;
-  const json* list = k.Raw("running", "array");
-  if (!list) return out;
-  for (size_t i = 0; i < list->size() && k.ok(); ++i) {
-    JsonCheck e((*list)[i], "running[" + std::to_string(i) + "].");
-    AttemptRef a;
-    a.job = e.Int("job", true, 1, INT64_MAX).value_or(0);
-    a.attempt = static_cast<int32_t>(e.Int("attempt", true, 1, 1 << 30).value_or(0));
-    e.Int("pid", false, 0, INT64_MAX);
-    e.Done();
-    if (!e.ok()) k.Fail(e.error()->field, e.error()->reason);
-    out.push_back(a);
-  }
-  return out;
-}
-
 Reply<Out> RegisterAgent(State& state, Ctx& c) {
-  JsonCheck k(c.body);
-  Registration r;
-  r.node = k.Str("node", true, true).value_or("");
-  r.gpus = static_cast<int32_t>(k.Int("gpus", true, 0, 1024).value_or(0));
-  r.labels = k.StrMap("labels").value_or(std::map<std::string, std::string>{});
-  k.Str("gpu_source", false);
-  r.logs_url = k.Str("logs_url", false).value_or("");
-  r.running = ReadRunning(k);
-  k.Done();
-  if (!k.ok()) return tl::unexpected(*k.error());
-  r.token = std::string(BearerToken(c.req.get_header_value("Authorization")).value_or(""));
-  auto out = state.Register(r);
+  auto r = ParseRegistration(c.body);
+  if (!r) return tl::unexpected(r.error());
+  r->token = std::string(BearerToken(c.req.get_header_value("Authorization")).value_or(""));
+  auto out = state.Register(*r);
   if (!out) return tl::unexpected(out.error());
   return Json(*out);
 }
 
 Reply<Out> AgentHeartbeat(State& state, Ctx& c) {
-  JsonCheck k(c.body);
-  Heartbeat hb;
-  hb.node = k.Str("node", true, true).value_or("");
-  if (const json* h = k.Raw("health", "object")) {
-    JsonCheck hc(*h, "health.");
-    hb.health_ok = hc.Bool("ok", true).value_or(true);
-    hb.health_detail = hc.Str("detail", false).value_or("");
-    hc.Done();
-    if (!hc.ok()) k.Fail(hc.error()->field, hc.error()->reason);
-  }
-  hb.running = ReadRunning(k);
-  if (const json* list = k.Raw("exited", "array")) {
-    for (size_t i = 0; i < list->size() && k.ok(); ++i) {
-      JsonCheck e((*list)[i], "exited[" + std::to_string(i) + "].");
-      ExitReport x;
-      x.job = e.Int("job", true, 1, INT64_MAX).value_or(0);
-      x.attempt = static_cast<int32_t>(e.Int("attempt", true, 1, 1 << 30).value_or(0));
-      if (auto v = e.Int("exit_code", false, -1000, 1000)) x.exit_code = static_cast<int32_t>(*v);
-      if (auto v = e.Int("signal", false, 0, 1000)) x.signal = static_cast<int32_t>(*v);
-      x.how = e.Str("how", false).value_or("exited");
-      e.Int("at", false, 0, INT64_MAX);
-      e.Done();
-      if (!e.ok()) k.Fail(e.error()->field, e.error()->reason);
-      hb.exited.push_back(x);
-    }
-  }
-  k.Done();
-  if (!k.ok()) return tl::unexpected(*k.error());
-  hb.token = std::string(BearerToken(c.req.get_header_value("Authorization")).value_or(""));
-  auto out = state.OnHeartbeat(hb);
+  auto hb = ParseHeartbeat(c.body);
+  if (!hb) return tl::unexpected(hb.error());
+  hb->token = std::string(BearerToken(c.req.get_header_value("Authorization")).value_or(""));
+  auto out = state.OnHeartbeat(*hb);
   if (!out) return tl::unexpected(out.error());
   return Json(*out);
 }
@@ -299,13 +202,6 @@ Reply<Out> Lift(Reply<json> r) {
   return Json(std::move(*r));
 }
 
-Reply<void> EmptyBody(Ctx& c) {
-  JsonCheck k(c.body);
-  k.Done();
-  if (!k.ok()) return tl::unexpected(*k.error());
-  return {};
-}
-
 }  // namespace
 
 void InstallRoutes(httplib::Server& svr, State& state) {
@@ -338,18 +234,15 @@ void InstallRoutes(httplib::Server& svr, State& state) {
   svr.Get("/v1/principals", Wrap(state, Access::kAdmin,
                                  [st](Ctx&) -> Reply<Out> { return Lift(st->PrincipalsJson()); }));
   svr.Post("/v1/principals", Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
-             JsonCheck k(c.body);
-             const auto name = k.Str("name", true, true).value_or("");
-             const auto role = k.Str("role", true).value_or("");
-             k.Done();
-             if (!k.ok()) return tl::unexpected(*k.error());
-             auto token = st->CreatePrincipal(name, role);
+             auto p = ParsePrincipalRequest(c.body);
+             if (!p) return tl::unexpected(p.error());
+             auto token = st->CreatePrincipal(p->name, p->role);
              if (!token) return tl::unexpected(token.error());
-             return Json({{"name", name}, {"role", role}, {"token", *token}}, 201);
+             return Json({{"name", p->name}, {"role", p->role}, {"token", *token}}, 201);
            }));
   svr.Post(R"(/v1/principals/([A-Za-z0-9._-]+)/tokens)",
            Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
-             if (auto ok = EmptyBody(c); !ok) return tl::unexpected(ok.error());
+             if (auto ok = ParseEmptyBody(c.body); !ok) return tl::unexpected(ok.error());
              const std::string name = c.req.matches[1];
              auto token = st->NewTokenFor(name);
              if (!token) return tl::unexpected(token.error());
@@ -360,16 +253,15 @@ void InstallRoutes(httplib::Server& svr, State& state) {
   svr.Get("/v1/budgets",
           Wrap(state, Access::kUser, [st](Ctx&) -> Reply<Out> { return Json(st->BudgetsJson()); }));
   svr.Post("/v1/budgets", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
-             std::string name;
-             auto ch = ReadBudgetChange(c, true, &name);
-             if (!ch) return tl::unexpected(ch.error());
-             auto out = st->CreateBudget(c.who, name, *ch);
+             auto b = ParseBudgetCreate(c.body);
+             if (!b) return tl::unexpected(b.error());
+             auto out = st->CreateBudget(c.who, b->name, b->change);
              if (!out) return tl::unexpected(out.error());
              return Json(*out, 201);
            }));
   svr.Patch(R"(/v1/budgets/([A-Za-z0-9._-]+))",
             Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
-              auto ch = ReadBudgetChange(c, false, nullptr);
+              auto ch = ParseBudgetPatch(c.body);
               if (!ch) return tl::unexpected(ch.error());
               return Lift(st->PatchBudget(c.who, c.req.matches[1], *ch));
             }));
@@ -405,7 +297,7 @@ void InstallRoutes(httplib::Server& svr, State& state) {
             return Lift(st->JobEventsJson(c.who, *id));
           }));
   svr.Post(R"(/v1/jobs/(\d+)/cancel)", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
-             if (auto ok = EmptyBody(c); !ok) return tl::unexpected(ok.error());
+             if (auto ok = ParseEmptyBody(c.body); !ok) return tl::unexpected(ok.error());
              auto id = PathId(c.req);
              if (!id) return tl::unexpected(id.error());
              return Lift(st->Cancel(c.who, *id));
@@ -418,16 +310,13 @@ void InstallRoutes(httplib::Server& svr, State& state) {
           Wrap(state, Access::kUser, [st](Ctx&) -> Reply<Out> { return Json(st->NodesJson()); }));
   svr.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/drain)",
            Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
-             JsonCheck k(c.body);
-             const auto reason = k.Str("reason", false).value_or("operator drain");
-             const auto deadline = k.Int("deadline_at", false, 0, int64_t{1} << 40);
-             k.Done();
-             if (!k.ok()) return tl::unexpected(*k.error());
-             return Lift(st->Drain(c.req.matches[1], reason, deadline));
+             auto d = ParseDrainRequest(c.body);
+             if (!d) return tl::unexpected(d.error());
+             return Lift(st->Drain(c.req.matches[1], d->reason, d->deadline_at));
            }));
   svr.Post(R"(/v1/nodes/([A-Za-z0-9._-]+)/undrain)",
            Wrap(state, Access::kAdmin, [st](Ctx& c) -> Reply<Out> {
-             if (auto ok = EmptyBody(c); !ok) return tl::unexpected(ok.error());
+             if (auto ok = ParseEmptyBody(c.body); !ok) return tl::unexpected(ok.error());
              return Lift(st->Undrain(c.req.matches[1]));
            }));
 

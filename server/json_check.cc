@@ -189,7 +189,11 @@ void JsonCheck::Done() {
   if (error_ || !body_.is_object()) return;
   for (const auto& [k, v] : body_.items())
     if (!seen_.count(k)) {
-      Fail(k, "unknown field");
+      // Named by itself, a field with an empty name would give a refusal that names no field.
+      if (k.empty())
+        Fail("body", "has a field with an empty name");
+      else
+        Fail(k, "unknown field");
       return;
     }
 }

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "server/state.h"
+#include "server/requests.h"
 
 namespace hg::server {
 

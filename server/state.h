@@ -22,21 +22,10 @@
 #include "core/policy.h"
 #include "core/usage_ledger.h"
 #include "server/clock.h"
+#include "server/requests.h"
 #include "store/store.h"
 
 namespace hg::server {
-
-// A refusal: HTTP status plus the field and reason of docs/api.md "Errors".
-struct Refusal {
-  int status = 400;
-  std::string field;
-  std::string reason;
-};
-template <class T>
-using Reply = tl::expected<T, Refusal>;
-inline tl::unexpected<Refusal> Refuse(int status, std::string field, std::string reason) {
-  return tl::unexpected<Refusal>(Refusal{status, std::move(field), std::move(reason)});
-}
 
 struct StateOptions {
   std::string policy = "hourglass";
@@ -46,50 +35,6 @@ struct StateOptions {
   Seconds window = Days(7);
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
-};
-
-// A budget change (POST or PATCH): absent fields are left as they are.
-struct BudgetChange {
-  std::optional<std::string> parent;  // only on create
-  std::optional<double> share;
-  bool set_limit = false;
-  std::optional<int32_t> limit;  // with set_limit: nullopt clears
-  std::optional<std::vector<std::string>> leads;
-  std::optional<std::vector<std::string>> members;
-};
-
-// What an agent reports about one attempt that ended.
-struct ExitReport {
-  int64_t job = 0;
-  int32_t attempt = 0;
-  std::optional<int32_t> exit_code;
-  std::optional<int32_t> signal;
-  std::string how;  // exited|killed_after_grace|stopped|failed_to_start
-};
-
-struct AttemptRef {
-  int64_t job = 0;
-  int32_t attempt = 0;
-  auto operator<=>(const AttemptRef&) const = default;
-};
-
-struct Registration {
-  std::string node;
-  int32_t gpus = 0;
-  std::map<std::string, std::string> labels;
-  std::string logs_url;
-  std::vector<AttemptRef> running;
-  // The bearer token the agent used, kept in memory only: its log service asks for it.
-  std::string token;
-};
-
-struct Heartbeat {
-  std::string node;
-  bool health_ok = true;
-  std::string health_detail;
-  std::vector<AttemptRef> running;
-  std::vector<ExitReport> exited;
-  std::string token;  // as in Registration
 };
 
 class State {
