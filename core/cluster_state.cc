@@ -53,13 +53,6 @@ void ClusterState::Index(size_t i, bool insert) {
     bucket.erase(static_cast<int32_t>(i));
 }
 
-Shape ClusterState::ShapeOf(Gpus gpus, Gpus gpus_per_node) const {
-  const int32_t g = gpus.value();
-  if (gpus_per_node.value() > 0) return Shape{gpus_per_node.value(), g / gpus_per_node.value(), 0};
-  if (g <= max_gpus_ || max_gpus_ == 0) return Shape{g, 1, 0};
-  return Shape{max_gpus_, g / max_gpus_, g % max_gpus_};
-}
-
 int32_t ClusterState::LargestFree() const {
   int32_t best = 0;
   for (const auto& kind : by_free_)

@@ -41,7 +41,14 @@ class ClusterState {
   int64_t total_free() const { return total_free_; }
   int64_t capacity() const { return capacity_; }
 
-  Shape ShapeOf(Gpus gpus, Gpus gpus_per_node) const;
+  // Inline: the unfunded pass asks it for every job of a queue tens of thousands long.
+  Shape ShapeOf(Gpus gpus, Gpus gpus_per_node) const {
+    const int32_t g = gpus.value();
+    if (gpus_per_node.value() > 0)
+      return Shape{gpus_per_node.value(), g / gpus_per_node.value(), 0};
+    if (g <= max_gpus_ || max_gpus_ == 0) return Shape{g, 1, 0};
+    return Shape{max_gpus_, g / max_gpus_, g % max_gpus_};
+  }
 
   // Best-fit placement on free GPUs; GPUs reserved for another job are used only if
   // `may_use_reserved`.

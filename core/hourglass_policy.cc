@@ -55,6 +55,9 @@ class Cycle {
   Decisions out_;
   std::vector<bool> stopping_;
   std::vector<std::vector<size_t>> on_node_;
+  // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
+  // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
+  std::vector<int32_t> may_leave_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
   std::vector<FailureCache> failed_;               // per leaf budget (+1 slot for unfunded)
@@ -70,12 +73,17 @@ void Cycle::Setup() {
   const size_t nb = tree_.size();
   stopping_.resize(s_.running.size());
   on_node_.resize(s_.nodes.size());
+  may_leave_.assign(s_.nodes.size(), 0);
   std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
   int64_t quick_running = 0;
   for (size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
     stopping_[i] = r.stopping;
-    for (const Slice& sl : r.placement) on_node_[static_cast<size_t>(sl.node.value())].push_back(i);
+    const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.protected_until());
+    for (const Slice& sl : r.placement) {
+      on_node_[static_cast<size_t>(sl.node.value())].push_back(i);
+      if (may_leave) may_leave_[static_cast<size_t>(sl.node.value())] += sl.gpus.value();
+    }
     if (r.spec->job_class == cfg_.quick_class) quick_running += r.gpus().value();
     if (r.stopping && r.stop_for.value() != 0) {
       auto& t = waiting_on_victims_[r.stop_for.value()];
@@ -172,8 +180,8 @@ bool Cycle::MayUseReserved(const JobSpec& j) const {
 }
 
 bool Cycle::HeadroomAllows(const JobSpec& j) const {
-  if (j.job_class == cfg_.quick_class) return true;
-  return cs_.total_free() - j.gpus.value() >= required_free_;
+  // The arithmetic first: it settles most calls without comparing class names.
+  return cs_.total_free() - j.gpus.value() >= required_free_ || j.job_class == cfg_.quick_class;
 }
 
 void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
@@ -213,7 +221,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     return fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
   };
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                             MayUseReserved(j));
+                             MayUseReserved(j), may_leave_);
   if (!plan || plan->victims.empty()) return false;
   Seconds latest = s_.now;
   for (size_t v : plan->victims) {

@@ -28,7 +28,8 @@ struct NodeCost {
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
-    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved) {
+    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
+    std::span<const int32_t> may_leave) {
   const int32_t g = shape.per_node;
   // Cost for each node of making `need` GPUs available there. Victims are listed only for the
   // nodes a plan ends up using; scratch space is reused: this runs for every node.
@@ -70,11 +71,15 @@ std::optional<PreemptionPlan> PlanPreemption(
       nc.feasible = true;
       return nc;
     }
-    // Even every job leaving would not make room: skip the eligibility tests.
-    int32_t held = 0;
-    for (size_t i : on_node[n])
-      if (!stopping[i]) held += gpus_on(i, id);
-    if (have + held < need) return nc;
+    // Even every job that may leave leaving would not make room: skip the eligibility tests.
+    if (!may_leave.empty()) {
+      if (have + may_leave[n] < need) return nc;
+    } else {
+      int32_t held = 0;
+      for (size_t i : on_node[n])
+        if (!stopping[i]) held += gpus_on(i, id);
+      if (have + held < need) return nc;
+    }
     cands.clear();
     for (size_t i : on_node[n]) {
       if (stopping[i] || !may_take(i)) continue;

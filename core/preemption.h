@@ -24,9 +24,13 @@ double LostWork(const RunningJob& r, Seconds now);
 
 // `on_node[n]` lists the indices of running jobs with a slice on node n. `eligible` says which
 // running jobs may be preempted for this job; `stopping[i]` marks jobs already leaving.
+// `may_leave[n]`, when given, bounds from above the GPUs on node n that `eligible` could free
+// (say, those of jobs not protected by their contract): nodes that cannot reach the job's need
+// even so are passed over without asking `eligible` about their jobs.
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
-    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved);
+    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
+    std::span<const int32_t> may_leave = {});
 
 }  // namespace hg
