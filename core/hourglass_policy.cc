@@ -43,6 +43,13 @@ class Cycle {
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
   bool MayUseReserved(const JobSpec& j) const;
   bool HeadroomAllows(const JobSpec& j) const;
+  // Asked for every running and pending job in every cycle: the first letter settles almost all
+  // of them before a full string comparison.
+  bool IsQuick(const JobSpec& j) const {
+    const std::string& c = j.job_class;
+    const std::string& q = cfg_.quick_class;
+    return c.size() == q.size() && (q.empty() || c[0] == q[0]) && c == q;
+  }
   void Note(const PendingJob& p, Reason r, Seconds eta = kNever) {
     if (s_.explain) out_.pending.push_back(PendingNote{p.spec->id, r, eta});
   }
@@ -84,7 +91,7 @@ void Cycle::Setup() {
       on_node_[static_cast<size_t>(sl.node.value())].push_back(i);
       if (may_leave) may_leave_[static_cast<size_t>(sl.node.value())] += sl.gpus.value();
     }
-    if (r.spec->job_class == cfg_.quick_class) quick_running += r.gpus().value();
+    if (IsQuick(*r.spec)) quick_running += r.gpus().value();
     if (r.stopping && r.stop_for.value() != 0) {
       auto& t = waiting_on_victims_[r.stop_for.value()];
       t = std::max(t, r.stop_at);
@@ -155,7 +162,7 @@ void Cycle::Setup() {
   const auto capacity = static_cast<double>(cs_.capacity());
   int64_t quick_waiting = 0;
   for (const PendingJob& p : s_.pending_funded)
-    if (p.spec && p.spec->job_class == cfg_.quick_class) quick_waiting += p.spec->gpus.value();
+    if (p.spec && IsQuick(*p.spec)) quick_waiting += p.spec->gpus.value();
   const auto base = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
   const auto most = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
   const int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
@@ -181,13 +188,13 @@ bool Cycle::MayUseReserved(const JobSpec& j) const {
 
 bool Cycle::HeadroomAllows(const JobSpec& j) const {
   // The arithmetic first: it settles most calls without comparing class names.
-  return cs_.total_free() - j.gpus.value() >= required_free_ || j.job_class == cfg_.quick_class;
+  return cs_.total_free() - j.gpus.value() >= required_free_ || IsQuick(j);
 }
 
 void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
   cs_.Take(slices, p.spec->funded());
   if (p.spec->funded()) fs_->Add(p.spec->budget, p.spec->gpus.value());
-  if (p.spec->job_class == cfg_.quick_class)
+  if (IsQuick(*p.spec))
     required_free_ = std::max<int64_t>(0, required_free_ - p.spec->gpus.value());
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
 }
@@ -367,15 +374,13 @@ void Cycle::PlaceFunded() {
     // long work, which would otherwise hold them up for hours; then the user's own priority.
     // Both passes keep the (queued_since, id) order within equal keys, and are linear when no
     // one set a priority: this runs for every leaf in every cycle.
-    std::stable_partition(q.begin(), q.end(), [&](const PendingJob* x) {
-      return x->spec->job_class == cfg_.quick_class;
-    });
+    std::stable_partition(q.begin(), q.end(),
+                          [&](const PendingJob* x) { return IsQuick(*x->spec); });
     const bool any_priority =
         std::any_of(q.begin(), q.end(), [](const PendingJob* x) { return x->spec->priority != 0; });
     if (any_priority) {
-      const auto quick_end = std::find_if(q.begin(), q.end(), [&](const PendingJob* x) {
-        return x->spec->job_class != cfg_.quick_class;
-      });
+      const auto quick_end =
+          std::find_if(q.begin(), q.end(), [&](const PendingJob* x) { return !IsQuick(*x->spec); });
       auto by_priority = [](const PendingJob* x, const PendingJob* y) {
         return x->spec->priority > y->spec->priority;
       };
