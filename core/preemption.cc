@@ -12,11 +12,11 @@ double LostWork(const RunningJob& r, Seconds now) {
 
 namespace {
 
+// Plain data: one is made for every node in every plan.
 struct NodeCost {
   bool feasible = false;
   int funded = 0;   // funded victims needed
   double cost = 0;  // lost work + grace wait
-  std::vector<size_t> victims;
   bool operator<(const NodeCost& o) const {
     if (funded != o.funded) return funded < o.funded;
     return cost < o.cost;
@@ -62,7 +62,7 @@ std::optional<PreemptionPlan> PlanPreemption(
       if (s.node == id) here += s.gpus.value();
     return here;
   };
-  auto node_cost = [&](size_t n, int32_t need, bool list_victims) {
+  auto node_cost = [&](size_t n, int32_t need, std::vector<size_t>* victims) {
     NodeCost nc;
     const NodeId id(static_cast<int32_t>(n));
     if (!cs.ready(id)) return nc;
@@ -98,35 +98,35 @@ std::optional<PreemptionPlan> PlanPreemption(
       have += c.gpus_here;
       nc.funded += c.funded ? 1 : 0;
       nc.cost += c.cost;
-      if (list_victims) nc.victims.push_back(c.idx);
+      if (victims) victims->push_back(c.idx);
     }
     nc.feasible = have >= need;
     return nc;
   };
 
   std::vector<NodeCost> costs(cs.size());
-  for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, false);
+  for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr);
 
   auto finish = [&](std::vector<size_t> nodes) -> std::optional<PreemptionPlan> {
     PreemptionPlan plan;
     for (size_t n : nodes) {
       plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(n)), Gpus(g)});
-      for (size_t v : node_cost(n, g, true).victims) plan.victims.push_back(v);
+      node_cost(n, g, &plan.victims);
     }
     if (shape.rest > 0) {
       std::optional<size_t> best;
       NodeCost best_cost;
       for (size_t n = 0; n < cs.size(); ++n) {
         if (std::find(nodes.begin(), nodes.end(), n) != nodes.end()) continue;
-        NodeCost c = node_cost(n, shape.rest, true);
+        const NodeCost c = node_cost(n, shape.rest, nullptr);
         if (c.feasible && (!best || c < best_cost)) {
           best = n;
-          best_cost = std::move(c);
+          best_cost = c;
         }
       }
       if (!best) return std::nullopt;
       plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(*best)), Gpus(shape.rest)});
-      for (size_t v : best_cost.victims) plan.victims.push_back(v);
+      node_cost(*best, shape.rest, &plan.victims);
     }
     std::sort(plan.victims.begin(), plan.victims.end());
     plan.victims.erase(std::unique(plan.victims.begin(), plan.victims.end()), plan.victims.end());
