@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <map>
 #include <string>
 
 namespace hg {
@@ -13,16 +12,28 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
   reserved_.assign(n, 0);
   block_.resize(n);
   ready_.resize(n);
-  std::map<std::string, int32_t> blocks;
-  for (const Node& node : nodes) blocks.emplace(node.block, 0);
-  int32_t next = 0;
-  for (auto& [name, id] : blocks) id = next++;
-  block_nodes_.resize(blocks.size());
+  // Blocks are numbered in name order. This runs every cycle and nodes of a block usually come
+  // together, so names are compared with the previous node's before any search, and nothing is
+  // copied.
+  std::vector<const std::string*> names;
+  for (const Node& node : nodes)
+    if (names.empty() || *names.back() != node.block) names.push_back(&node.block);
+  auto by_name = [](const std::string* a, const std::string* b) { return *a < *b; };
+  std::sort(names.begin(), names.end(), by_name);
+  names.erase(std::unique(names.begin(), names.end(),
+                          [](const std::string* a, const std::string* b) { return *a == *b; }),
+              names.end());
+  block_nodes_.resize(names.size());
   for (size_t i = 0; i < n; ++i) {
     assert(nodes[i].id.value() == static_cast<int32_t>(i));
     free_[i] = nodes[i].gpus.value();
     ready_[i] = nodes[i].state == NodeState::kReady;
-    block_[i] = blocks[nodes[i].block];
+    if (i > 0 && nodes[i].block == nodes[i - 1].block) {
+      block_[i] = block_[i - 1];
+    } else {
+      const auto it = std::lower_bound(names.begin(), names.end(), &nodes[i].block, by_name);
+      block_[i] = static_cast<int32_t>(it - names.begin());
+    }
     block_nodes_[static_cast<size_t>(block_[i])].push_back(nodes[i].id);
     max_gpus_ = std::max(max_gpus_, nodes[i].gpus.value());
   }
@@ -34,7 +45,7 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
       (r.spec->funded() ? funded_ : unfunded_)[Index(s.node)] += s.gpus.value();
     }
   }
-  for (auto& b : by_free_) b.resize(static_cast<size_t>(max_gpus_) + 1);
+  by_free_.Reset(Bucket(4, 0), n);
   for (size_t i = 0; i < n; ++i) {
     assert(free_[i] >= 0);
     if (!ready_[i]) continue;
@@ -46,18 +57,18 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
 
 void ClusterState::Index(size_t i, bool insert) {
   if (!ready_[i]) return;
-  auto& bucket = by_free_[Kind(i)][static_cast<size_t>(free_[i] - reserved_[i])];
+  const size_t bucket = Bucket(Kind(i), static_cast<size_t>(free_[i] - reserved_[i]));
   if (insert)
-    bucket.insert(static_cast<int32_t>(i));
+    by_free_.Insert(bucket, i);
   else
-    bucket.erase(static_cast<int32_t>(i));
+    by_free_.Erase(bucket, i);
 }
 
 int32_t ClusterState::LargestFree() const {
   int32_t best = 0;
-  for (const auto& kind : by_free_)
-    for (size_t f = kind.size(); f-- > 1;)
-      if (!kind[f].empty()) {
+  for (int kind = 0; kind < 4; ++kind)
+    for (size_t f = static_cast<size_t>(max_gpus_) + 1; f-- > 1;)
+      if (by_free_.Size(Bucket(kind, f)) > 0) {
         best = std::max(best, static_cast<int32_t>(f));
         break;
       }
@@ -79,10 +90,10 @@ std::optional<std::vector<Slice>> ClusterState::Find(const Shape& shape, bool ma
   int32_t best_free = 0;
   int best_rank = 4;
   for (int rank = 0; rank < 4 && !best; ++rank) {
-    const auto& buckets = by_free_[order[rank]];
-    for (size_t f = static_cast<size_t>(g); f < buckets.size(); ++f) {
-      if (buckets[f].empty()) continue;
-      best = *buckets[f].begin();
+    for (size_t f = static_cast<size_t>(g); f <= static_cast<size_t>(max_gpus_); ++f) {
+      const size_t bucket = Bucket(order[rank], f);
+      if (by_free_.Size(bucket) == 0) continue;
+      best = by_free_.First(bucket);
       best_free = static_cast<int32_t>(f);
       best_rank = rank;
       break;
@@ -113,9 +124,9 @@ std::optional<std::vector<Slice>> ClusterState::FindMulti(const Shape& shape,
   if (g > max_gpus_ || static_cast<int64_t>(g) * k > total_free_) return std::nullopt;
   // Cheap feasibility check first: enough nodes with room for a slice anywhere?
   int64_t eligible_total = 0;
-  for (const auto& kind : by_free_)
-    for (size_t f = static_cast<size_t>(g); f < kind.size(); ++f)
-      eligible_total += static_cast<int64_t>(kind[f].size());
+  for (int kind = 0; kind < 4; ++kind)
+    for (size_t f = static_cast<size_t>(g); f <= static_cast<size_t>(max_gpus_); ++f)
+      eligible_total += static_cast<int64_t>(by_free_.Size(Bucket(kind, f)));
   if (may_use_reserved) eligible_total += static_cast<int64_t>(reserved_nodes_.size());
   if (eligible_total < shape.count) return std::nullopt;  // the remainder needs less room
 

@@ -7,8 +7,9 @@
 // funded job cannot, and its unfunded GPUs would be stranded.
 #pragma once
 
+#include <bit>
+#include <cstdint>
 #include <optional>
-#include <set>
 #include <span>
 #include <vector>
 
@@ -77,8 +78,46 @@ class ClusterState {
   std::vector<std::vector<NodeId>> block_nodes_;
   std::vector<int32_t> funded_;    // GPUs held by funded work
   std::vector<int32_t> unfunded_;  // GPUs held by unfunded work
-  // Ready nodes by kind and unreserved free GPUs, ordered by id: by_free_[kind][f].
-  std::vector<std::set<int32_t>> by_free_[4];
+  // Sets of node indices as bits, one set per bucket: built in every cycle and changed by every
+  // placement, so no node of a tree is allocated for each entry.
+  class NodeSets {
+   public:
+    void Reset(size_t sets, size_t nodes) {
+      words_ = (nodes + 63) / 64;
+      bits_.assign(sets * words_, 0);
+      count_.assign(sets, 0);
+    }
+    void Insert(size_t set, size_t node) {
+      uint64_t& w = bits_[set * words_ + node / 64];
+      const uint64_t bit = uint64_t{1} << (node % 64);
+      if (!(w & bit)) ++count_[set];
+      w |= bit;
+    }
+    void Erase(size_t set, size_t node) {
+      uint64_t& w = bits_[set * words_ + node / 64];
+      const uint64_t bit = uint64_t{1} << (node % 64);
+      if (w & bit) --count_[set];
+      w &= ~bit;
+    }
+    size_t Size(size_t set) const { return count_[set]; }
+    // The smallest node index in a non-empty set.
+    int32_t First(size_t set) const {
+      for (size_t k = 0; k < words_; ++k)
+        if (const uint64_t w = bits_[set * words_ + k])
+          return static_cast<int32_t>(k * 64 + static_cast<size_t>(std::countr_zero(w)));
+      return -1;
+    }
+
+   private:
+    size_t words_ = 0;
+    std::vector<uint64_t> bits_;
+    std::vector<size_t> count_;
+  };
+  // Ready nodes by kind and unreserved free GPUs: set Bucket(kind, f).
+  size_t Bucket(int kind, size_t f) const {
+    return static_cast<size_t>(kind) * (static_cast<size_t>(max_gpus_) + 1) + f;
+  }
+  NodeSets by_free_;
   std::vector<int32_t> reserved_nodes_;
   int32_t max_gpus_ = 0;
   int64_t total_free_ = 0;
