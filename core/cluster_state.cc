@@ -45,7 +45,7 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
       (r.spec->funded() ? funded_ : unfunded_)[Index(s.node)] += s.gpus.value();
     }
   }
-  by_free_.Reset(Bucket(4, 0), n);
+  by_free_.Reset(Bucket(4, 0), n);  // 4 kinds x 0..max_gpus_ free GPUs
   for (size_t i = 0; i < n; ++i) {
     assert(free_[i] >= 0);
     if (!ready_[i]) continue;

@@ -355,5 +355,54 @@ TEST(ClusterState, FundedAndUnfundedWorkKeepToNodesOfTheirOwnKind) {
   EXPECT_FALSE(cs.Find(Shape{6, 1, 0}, false, true).has_value());
 }
 
+TEST(ClusterState, BestFitAcrossManyNodesPicksTheLowestIdOfTheTightestBucket) {
+  // More than 64 nodes, so the free-GPU buckets span several words.
+  World w;
+  for (int i = 0; i < 130; ++i) w.AddNode(8);
+  for (int i = 0; i < 130; ++i) {
+    if (i == 70 || i == 129) {
+      w.Use(NodeId(i), 6);  // 2 free
+    } else if (i == 100) {
+      w.Use(NodeId(i), 7);  // 1 free
+    } else if (i != 3) {
+      w.Use(NodeId(i), 8);  // full; node 3 stays empty
+    }
+  }
+  ClusterState cs = w.State();
+  EXPECT_EQ(cs.total_free(), 2 + 2 + 1 + 8);
+  auto one = cs.Find(Shape{1, 1, 0}, false, true);
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->front().node, NodeId(100));  // the only node with exactly 1 free
+  auto two = cs.Find(Shape{2, 1, 0}, false, true);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->front().node, NodeId(70));  // lowest id among the nodes with 2 free
+  cs.Take(*two);
+  auto next = cs.Find(Shape{2, 1, 0}, false, true);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->front().node, NodeId(129));  // 70 is full now
+  cs.Take(*next);
+  auto last = cs.Find(Shape{2, 1, 0}, false, true);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->front().node, NodeId(3));  // only the empty node is left with room
+  EXPECT_EQ(cs.LargestFree(), 8);
+}
+
+TEST(ClusterState, BlocksAreNumberedInNameOrderWhereverTheirNodesStand) {
+  World w;
+  w.AddNode(8, "rack-b");
+  w.AddNode(8, "rack-a");
+  w.AddNode(8, "rack-b");
+  w.AddNode(8, "rack-c");
+  w.AddNode(8, "rack-a");
+  const ClusterState cs = w.State();
+  EXPECT_EQ(cs.num_blocks(), 3);
+  EXPECT_EQ(cs.block(NodeId(1)), 0);
+  EXPECT_EQ(cs.block(NodeId(4)), 0);
+  EXPECT_EQ(cs.block(NodeId(0)), 1);
+  EXPECT_EQ(cs.block(NodeId(2)), 1);
+  EXPECT_EQ(cs.block(NodeId(3)), 2);
+  EXPECT_EQ(cs.block_nodes(1), (std::vector<NodeId>{NodeId(0), NodeId(2)}));
+}
+
 }  // namespace
 }  // namespace hg

@@ -48,7 +48,8 @@ struct World {
   std::optional<PreemptionPlan> Plan(const Shape& shape, int32_t gpus,
                                      std::function<bool(size_t)> eligible = nullptr,
                                      std::vector<bool> stopping = {}, bool may_use_reserved = false,
-                                     const ClusterState* cs_in = nullptr) const {
+                                     const ClusterState* cs_in = nullptr,
+                                     std::span<const int32_t> may_leave = {}) const {
     std::vector<std::vector<size_t>> on_node(nodes.size());
     for (size_t i = 0; i < running.size(); ++i)
       for (const Slice& sl : running[i].placement)
@@ -57,7 +58,7 @@ struct World {
     if (!eligible) eligible = [](size_t) { return true; };
     const ClusterState cs(nodes, running);
     return PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
-                          eligible, kNow, may_use_reserved);
+                          eligible, kNow, may_use_reserved, may_leave);
   }
 };
 
@@ -266,6 +267,39 @@ TEST(PlanPreemption, RemainderSliceIsPlannedOnAnotherNode) {
   EXPECT_EQ(total, 20);
   // c has 4 free: the remainder fits there with no victim, so only a and b's jobs go.
   EXPECT_EQ(plan->victims, (std::vector<size_t>{0, 1}));
+}
+
+TEST(PlanPreemption, NodesBelowTheMayLeaveBoundAreNotAskedAbout) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const NodeId c = w.AddNode(8);
+  const size_t on_a = w.Run({{a, Gpus(8)}}, true, Seconds(10));  // cheapest, but "protected"
+  const size_t on_b = w.Run({{b, Gpus(6)}}, true, Seconds(500));
+  const size_t on_c = w.Run({{c, Gpus(8)}}, true, Seconds(900));
+  // The caller's bound: a's job may not leave (no GPUs), b's and c's may.
+  const std::vector<int32_t> may_leave = {0, 6, 8};
+  std::set<size_t> asked;
+  auto eligible = [&](size_t i) {
+    asked.insert(i);
+    return i != on_a;
+  };
+  auto plan = w.Plan(Shape{8, 1, 0}, 8, eligible, {}, false, nullptr, may_leave);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{on_b}));  // b: 2 free + 6 of the cheaper job
+  EXPECT_EQ(asked, (std::set<size_t>{on_b, on_c}));       // a's job was never asked about
+  // The same plan without the bound, which asks about every job.
+  asked.clear();
+  auto unbounded = w.Plan(Shape{8, 1, 0}, 8, eligible);
+  ASSERT_TRUE(unbounded.has_value());
+  EXPECT_EQ(unbounded->victims, plan->victims);
+  EXPECT_EQ(unbounded->slices, plan->slices);
+  EXPECT_EQ(asked, (std::set<size_t>{on_a, on_b, on_c}));
+  // A bound too low everywhere: no plan, and no job asked about.
+  asked.clear();
+  const std::vector<int32_t> none = {0, 0, 0};
+  EXPECT_FALSE(w.Plan(Shape{8, 1, 0}, 8, eligible, {}, false, nullptr, none).has_value());
+  EXPECT_TRUE(asked.empty());
 }
 
 }  // namespace
