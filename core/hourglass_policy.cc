@@ -54,6 +54,11 @@ class Cycle {
     if (s_.explain) out_.pending.push_back(PendingNote{p.spec->id, r, eta});
   }
   void Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code);
+  // Every change of a budget's allocation in the cycle goes through here: it moves the keys.
+  void AddAlloc(BudgetId leaf, double gpus) {
+    fs_->Add(leaf, gpus);
+    ++alloc_moves_;
+  }
 
   const PolicyConfig& cfg_;
   const Snapshot& s_;
@@ -72,6 +77,7 @@ class Cycle {
   Seconds reservation_due_ = kNever;
   int reservations_ = 0;
   int preempt_attempts_ = 0;
+  int64_t alloc_moves_ = 0;  // calls of AddAlloc so far
   int max_plans_ = kMaxPreemptPlans;
   std::optional<JobId> reservation_holder_;
 };
@@ -193,7 +199,7 @@ bool Cycle::HeadroomAllows(const JobSpec& j) const {
 
 void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
   cs_.Take(slices, p.spec->funded());
-  if (p.spec->funded()) fs_->Add(p.spec->budget, p.spec->gpus.value());
+  if (p.spec->funded()) AddAlloc(p.spec->budget, p.spec->gpus.value());
   if (IsQuick(*p.spec))
     required_free_ = std::max<int64_t>(0, required_free_ - p.spec->gpus.value());
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
@@ -239,11 +245,11 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
           holder && r.backfilled ? ReasonCode::kPreemptReservation : ReasonCode::kPreemptFairShare;
     out_.stops.push_back(StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false});
     stopping_[v] = true;
-    if (r.spec->funded()) fs_->Add(r.spec->budget, -r.gpus().value());
+    if (r.spec->funded()) AddAlloc(r.spec->budget, -r.gpus().value());
     latest = std::max(latest, s_.now + r.spec->grace);
   }
   // The job's GPUs are spoken for: count them for its budget, keep them from others this cycle.
-  fs_->Add(j.budget, g);
+  AddAlloc(j.budget, g);
   std::vector<Slice> free_part;
   for (const Slice& sl : plan->slices) {
     const int32_t take = std::min(sl.gpus.value(), cs_.free(sl.node));
@@ -390,10 +396,14 @@ void Cycle::PlaceFunded() {
     left[b] += static_cast<int64_t>(q.size());
     left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
   }
-  // Depth-first by key: at each level, the child whose usage lags its due the most.
+  // Depth-first by key: at each level, the child whose usage lags its due the most. Keys move
+  // only when a job gets GPUs; until then the walk would end at the same leaf again, so the
+  // leaf's next job is taken without it (most jobs of a long queue fail one after another).
+  BudgetId b = kRootBudget;
+  bool walk = true;
   while (left[0] > 0) {
-    BudgetId b = kRootBudget;
-    while (!tree_.is_leaf(b)) {
+    if (walk) b = kRootBudget;
+    while (walk && !tree_.is_leaf(b)) {
       BudgetId best{-1};
       double best_key = 0;
       for (BudgetId c : tree_.children(b)) {
@@ -409,7 +419,9 @@ void Cycle::PlaceFunded() {
     }
     const PendingJob& p = *queue[Ix(b)][cursor[Ix(b)]++];
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
+    const int64_t moves = alloc_moves_;
     Process(p);
+    walk = alloc_moves_ != moves || left[Ix(b)] == 0;
     // Nothing more can start once the cluster is full and preemption planning is spent.
     if (!s_.explain && cs_.total_free() == 0 && preempt_attempts_ >= max_plans_) break;
   }
