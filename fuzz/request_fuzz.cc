@@ -50,24 +50,6 @@ bool Accepted(const Reply<T>& r, const json& body, Parse parse) {
   return true;
 }
 
-// The body a job would be submitted with; parsing it gives the same job.
-json JobBody(const hg::store::JobRecord& j) {
-  json b = {{"name", j.name},
-            {"budget", j.budget.empty() ? json(nullptr) : json(j.budget)},
-            {"gpus", j.gpus},
-            {"gpus_per_node", j.gpus_per_node},
-            {"class", j.job_class},
-            {"min_runtime_s", j.min_runtime_s},
-            {"resumable", j.resumable},
-            {"grace_s", j.grace_s},
-            {"priority", j.priority},
-            {"command", j.command},
-            {"env", j.env},
-            {"cwd", j.cwd}};
-  if (j.max_runtime_s) b["max_runtime_s"] = *j.max_runtime_s;
-  return b;
-}
-
 void CheckJob(const json& body) {
   const auto j = hg::server::ParseJobRequest(body);
   if (!Accepted(j, body, hg::server::ParseJobRequest)) return;
@@ -82,9 +64,9 @@ void CheckJob(const json& body) {
   FUZZ_CHECK(!j->command.empty() && j->command.size() <= hg::server::kMaxList);
   FUZZ_CHECK(j->env.size() <= hg::server::kMaxList);
   FUZZ_CHECK(j->cwd.size() <= hg::server::kMaxString);
-  const json written = JobBody(*j);
+  const json written = hg::server::JobRequestBody(*j);
   const auto back = hg::server::ParseJobRequest(written);
-  FUZZ_CHECK(back.has_value() && JobBody(*back) == written);
+  FUZZ_CHECK(back.has_value() && hg::server::JobRequestBody(*back) == written);
 }
 
 void CheckBudgetChange(const hg::server::BudgetChange& ch, const json& body) {

@@ -108,6 +108,23 @@ Reply<store::JobRecord> ParseJobRequest(const json& body) {
   return Finish(k, std::move(j));
 }
 
+json JobRequestBody(const store::JobRecord& j) {
+  json b = {{"name", j.name},
+            {"budget", j.budget.empty() ? json(nullptr) : json(j.budget)},
+            {"gpus", j.gpus},
+            {"gpus_per_node", j.gpus_per_node},
+            {"class", j.job_class},
+            {"min_runtime_s", j.min_runtime_s},
+            {"resumable", j.resumable},
+            {"grace_s", j.grace_s},
+            {"priority", j.priority},
+            {"command", j.command},
+            {"env", j.env},
+            {"cwd", j.cwd}};
+  if (j.max_runtime_s) b["max_runtime_s"] = *j.max_runtime_s;
+  return b;
+}
+
 Reply<NewBudget> ParseBudgetCreate(const json& body) {
   JsonCheck k(body);
   NewBudget b;

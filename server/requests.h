@@ -96,6 +96,9 @@ struct DrainRequest {
 
 // POST /v1/jobs: the request's fields of the job; id, user, state and times are State's.
 Reply<store::JobRecord> ParseJobRequest(const nlohmann::json& body);
+// The inverse: the request body that ParseJobRequest reads back to the same fields. The job views
+// of the API start from it.
+nlohmann::json JobRequestBody(const store::JobRecord& j);
 Reply<NewBudget> ParseBudgetCreate(const nlohmann::json& body);
 // PATCH /v1/budgets/{name}.
 Reply<BudgetChange> ParseBudgetPatch(const nlohmann::json& body);

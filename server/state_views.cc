@@ -5,6 +5,7 @@
 
 #include "server/auth.h"
 #include "server/metrics.h"
+#include "server/requests.h"
 #include "server/state.h"
 #include "server/state_impl.h"
 
@@ -29,34 +30,25 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
   if (r.state == "pending" && j.estimated_start != kNever) eta = j.estimated_start.value();
   nlohmann::json prot = nullptr;
   if (j.active() && !r.budget.empty() && r.started_at) prot = j.started.value() + r.min_runtime_s;
-  return {{"id", r.id},
-          {"name", r.name},
-          {"user", r.user},
-          {"budget", r.budget.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.budget)},
-          {"gpus", r.gpus},
-          {"gpus_per_node", r.gpus_per_node},
-          {"class", r.job_class},
-          {"min_runtime_s", r.min_runtime_s},
-          {"max_runtime_s", Opt(r.max_runtime_s)},
-          {"resumable", r.resumable},
-          {"grace_s", r.grace_s},
-          {"priority", r.priority},
-          {"command", r.command},
-          {"env", r.env},
-          {"cwd", r.cwd},
-          {"state", r.state},
-          {"reason", r.reason},
-          {"reason_code", r.reason_code},
-          {"submitted_at", r.submitted_at},
-          {"queued_since", r.queued_since},
-          {"started_at", Opt(r.started_at)},
-          {"ended_at", Opt(r.ended_at)},
-          {"attempts", r.attempts},
-          {"exit_code", Opt(r.exit_code)},
-          {"exit_signal", Opt(r.exit_signal)},
-          {"placement", placement},
-          {"estimated_start_at", eta},
-          {"protected_until", prot}};
+  // The fields as submitted, then what the server knows of the job.
+  nlohmann::json v = JobRequestBody(r);
+  v.update({{"id", r.id},
+            {"user", r.user},
+            {"max_runtime_s", Opt(r.max_runtime_s)},
+            {"state", r.state},
+            {"reason", r.reason},
+            {"reason_code", r.reason_code},
+            {"submitted_at", r.submitted_at},
+            {"queued_since", r.queued_since},
+            {"started_at", Opt(r.started_at)},
+            {"ended_at", Opt(r.ended_at)},
+            {"attempts", r.attempts},
+            {"exit_code", Opt(r.exit_code)},
+            {"exit_signal", Opt(r.exit_signal)},
+            {"placement", placement},
+            {"estimated_start_at", eta},
+            {"protected_until", prot}});
+  return v;
 }
 
 Reply<nlohmann::json> State::JobJson(const store::PrincipalRecord& who, int64_t id) {
