@@ -212,6 +212,15 @@ void ClusterState::Take(std::span<const Slice> slices, bool funded) {
   }
 }
 
+void ClusterState::HoldFree(std::span<const Slice> planned, bool funded) {
+  for (const Slice& s : planned) {
+    const int32_t take = std::min(s.gpus.value(), free_[Index(s.node)]);
+    if (take <= 0) continue;
+    const Slice held{s.node, Gpus(take)};
+    Take(std::span<const Slice>(&held, 1), funded);
+  }
+}
+
 void ClusterState::Reserve(std::span<const Slice> slices) {
   for (const Slice& s : slices) {
     const size_t i = Index(s.node);

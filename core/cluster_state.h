@@ -60,6 +60,9 @@ class ClusterState {
 
   void Take(std::span<const Slice> slices, bool funded = true);
   void Reserve(std::span<const Slice> slices);
+  // Takes what is free now of a placement planned over running victims: the job waiting for them
+  // to leave holds those GPUs, or other work would slip in and have to be preempted in turn.
+  void HoldFree(std::span<const Slice> planned, bool funded = true);
 
  private:
   static size_t Index(NodeId n) { return static_cast<size_t>(n.value()); }

@@ -404,5 +404,23 @@ TEST(ClusterState, BlocksAreNumberedInNameOrderWhereverTheirNodesStand) {
   EXPECT_EQ(cs.block_nodes(1), (std::vector<NodeId>{NodeId(0), NodeId(2)}));
 }
 
+TEST(ClusterState, HoldFreeTakesOnlyWhatIsFreeOfAPlannedPlacement) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const NodeId c = w.AddNode(8);
+  w.Use(a, 5);  // victims still running: 3 GPUs of a free, none of b
+  w.Use(b, 8);
+  ClusterState cs = w.State();
+  ASSERT_EQ(cs.total_free(), 11);
+  const std::vector<Slice> planned = {Slice{a, Gpus(8)}, Slice{b, Gpus(8)}, Slice{c, Gpus(4)}};
+  cs.HoldFree(planned);
+  EXPECT_EQ(cs.free(a), 0);
+  EXPECT_EQ(cs.free(b), 0);
+  EXPECT_EQ(cs.free(c), 4);  // only the planned part of a free node
+  EXPECT_EQ(cs.total_free(), 4);
+  EXPECT_FALSE(cs.Find(cs.ShapeOf(Gpus(5), Gpus(0)), false, true).has_value());
+}
+
 }  // namespace
 }  // namespace hg

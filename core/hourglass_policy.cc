@@ -12,6 +12,7 @@
 #include "core/fair_share.h"
 #include "core/housekeeping.h"
 #include "core/preemption.h"
+#include "core/reservation_plan.h"
 
 namespace hg {
 namespace {
@@ -250,12 +251,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   }
   // The job's GPUs are spoken for: count them for its budget, keep them from others this cycle.
   AddAlloc(j.budget, g);
-  std::vector<Slice> free_part;
-  for (const Slice& sl : plan->slices) {
-    const int32_t take = std::min(sl.gpus.value(), cs_.free(sl.node));
-    if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
-  }
-  cs_.Take(free_part);
+  cs_.HoldFree(plan->slices);
   Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, latest.value(), 0}, latest);
   return true;
 }
@@ -264,14 +260,13 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   if (reservations_ >= cfg_.max_reservations) return false;
   const JobSpec& j = *p.spec;
   const double g = j.gpus.value();
-  // When would each node have `need` GPUs for this job, counting free GPUs, jobs that end
-  // (max_runtime), and jobs that become preemptible for it (protection ends)?
-  auto ready_at = [&](size_t n, int32_t need) {
+  // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
+  // (max_runtime), and jobs that become preemptible for it (protection ends).
+  const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
     const NodeId id(static_cast<int32_t>(n));
     if (!cs_.ready(id)) return kNever;
-    int32_t have = cs_.free(id);
-    if (have >= need) return s_.now;
-    std::vector<std::pair<Seconds, int32_t>> rel;
+    if (cs_.free(id) >= shape.per_node) return s_.now;
+    std::vector<Release> rel;
     for (size_t i : on_node_[n]) {
       const RunningJob& r = s_.running[i];
       Seconds t = kNever;
@@ -288,54 +283,18 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
       int32_t here = 0;
       for (const Slice& sl : r.placement)
         if (sl.node == id) here += sl.gpus.value();
-      rel.emplace_back(t, here);
+      rel.push_back(Release{t, here});
     }
     std::sort(rel.begin(), rel.end());
-    for (const auto& [t, gp] : rel) {
-      have += gp;
-      if (have >= need) return t;
-    }
-    return kNever;
-  };
-  struct At {
-    Seconds t;
-    size_t n;
-    bool operator<(const At& o) const { return t != o.t ? t < o.t : n < o.n; }
-  };
-  const auto k = static_cast<size_t>(shape.slices());
-  Seconds best_due = kNever;
-  std::vector<At> best;
-  auto consider = [&](std::vector<At> c) {
-    if (c.size() < k) return;
-    std::sort(c.begin(), c.end());
-    c.resize(k);
-    if (c.back().t < best_due) {
-      best_due = c.back().t;
-      best = std::move(c);
-    }
-  };
-  std::vector<At> all;
-  for (int32_t b = 0; b < cs_.num_blocks(); ++b) {
-    std::vector<At> c;
-    for (NodeId id : cs_.block_nodes(b)) {
-      const auto n = static_cast<size_t>(id.value());
-      const Seconds t = ready_at(n, shape.per_node);
-      if (t != kNever) c.push_back({t, n});
-    }
-    all.insert(all.end(), c.begin(), c.end());
-    if (k > 1) consider(std::move(c));
-  }
-  consider(std::move(all));  // only wins if strictly earlier than the best single block
-  if (best_due == kNever) return false;
-  std::vector<Slice> slices;
-  for (const At& a : best)
-    slices.push_back(Slice{NodeId(static_cast<int32_t>(a.n)), Gpus(shape.per_node)});
-  cs_.Reserve(slices);
+    return FirstTimeWith(cs_.free(id), shape.per_node, rel, s_.now);
+  });
+  if (plan.due == kNever) return false;
+  cs_.Reserve(plan.slices);
   ++reservations_;
-  reservation_due_ = std::min(reservation_due_, best_due);
+  reservation_due_ = std::min(reservation_due_, plan.due);
   reservation_holder_ = j.id;
-  out_.reservations.push_back(ReservationDecision{j.id, best_due, slices});
-  Note(p, Reason{ReasonCode::kWaitReservation, {}, {}, best_due.value(), 0}, best_due);
+  out_.reservations.push_back(ReservationDecision{j.id, plan.due, plan.slices});
+  Note(p, Reason{ReasonCode::kWaitReservation, {}, {}, plan.due.value(), 0}, plan.due);
   return true;
 }
 

@@ -156,13 +156,7 @@ Decisions KueueQuotaPolicy::Cycle(const Snapshot& snap) const {
       }
       killed_by = std::max(killed_by, snap.now + r.spec->grace);
     }
-    // The GPUs already free are held for the job while its victims leave.
-    std::vector<Slice> free_part;
-    for (const Slice& sl : plan.slices) {
-      const int32_t take = std::min(sl.gpus.value(), cs.free(sl.node));
-      if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
-    }
-    cs.Take(free_part, true);
+    cs.HoldFree(plan.slices);
     charge(j.budget, j.gpus.value());
     note(j, Reason{ReasonCode::kWaitPreemption, {}, {}, killed_by.value(), 0}, killed_by);
   };

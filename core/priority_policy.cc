@@ -94,12 +94,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
               violation});
           stopping[v] = true;
         }
-        std::vector<Slice> free_part;
-        for (const Slice& sl : plan->slices) {
-          const int32_t take = std::min(sl.gpus.value(), cs.free(sl.node));
-          if (take > 0) free_part.push_back(Slice{sl.node, Gpus(take)});
-        }
-        cs.Take(free_part, j.funded());
+        cs.HoldFree(plan->slices, j.funded());
         note(ReasonCode::kWaitPreemption);
         continue;
       }

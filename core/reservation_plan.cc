@@ -1,6 +1,7 @@
 #include "core/reservation_plan.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace hg {
 
@@ -29,19 +30,17 @@ std::vector<std::vector<Release>> KnownReleases(const Snapshot& snap,
   return rel;
 }
 
-ReservationPlan PlanReservation(const Shape& shape, const ClusterState& cs,
-                                const std::vector<std::vector<Release>>& releases, Seconds now) {
-  auto ready_at = [&](size_t n) {
-    const NodeId id(static_cast<int32_t>(n));
-    if (!cs.ready(id)) return kNever;
-    int32_t have = cs.free(id);
-    if (have >= shape.per_node) return now;
-    for (const Release& r : releases[n]) {  // sorted by time
-      have += r.gpus;
-      if (have >= shape.per_node) return r.at;
-    }
-    return kNever;
-  };
+Seconds FirstTimeWith(int32_t free, int32_t need, std::span<const Release> releases, Seconds now) {
+  if (free >= need) return now;
+  for (const Release& r : releases) {
+    free += r.gpus;
+    if (free >= need) return r.at;
+  }
+  return kNever;
+}
+
+ReservationPlan ChooseReservation(const Shape& shape, const ClusterState& cs,
+                                  const std::function<Seconds(size_t)>& ready_at) {
   struct At {
     Seconds t;
     size_t n;
@@ -76,6 +75,14 @@ ReservationPlan PlanReservation(const Shape& shape, const ClusterState& cs,
   for (const At& a : chosen)
     best.slices.push_back(Slice{NodeId(static_cast<int32_t>(a.n)), Gpus(shape.per_node)});
   return best;
+}
+
+ReservationPlan PlanReservation(const Shape& shape, const ClusterState& cs,
+                                const std::vector<std::vector<Release>>& releases, Seconds now) {
+  return ChooseReservation(shape, cs, [&](size_t n) {
+    const NodeId id(static_cast<int32_t>(n));
+    return cs.ready(id) ? FirstTimeWith(cs.free(id), shape.per_node, releases[n], now) : kNever;
+  });
 }
 
 }  // namespace hg
