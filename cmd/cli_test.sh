@@ -255,6 +255,19 @@ check headroom_max_below_headroom "" "" --quick-headroom-max --quick-headroom 0.
 new_case
 check live_weight_zero "" "" --live-weight --live-weight 0
 
+# The trace adapters' flags and --end-days, shared with `sim compare`: checked before anything
+# is read, and refused by name (a negative --end-days was once silently ignored by `sim`).
+new_case
+check oversubscription_zero "" "" --oversubscription --oversubscription 0
+new_case
+check unfunded_fraction_over_one "" "" --unfunded-fraction --unfunded-fraction 1.5
+new_case
+check debug_max_minutes_negative "" "" --debug-max-minutes --debug-max-minutes -1
+new_case
+check end_days_negative "" "" --end-days --end-days -1
+new_case
+check oversubscription_without_trace "" "" --oversubscription/--unfunded-fraction/--debug-max-minutes --oversubscription 2
+
 # The headroom flag reaches the policy: three 4-GPU batch jobs all run on the 16 GPUs by
 # at once by default, but with half the cluster kept free for debug jobs the third one waits an
 # hour for the first two to end.
@@ -286,6 +299,16 @@ if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass sim compare: --quick-hea
   pass compare_headroom_over_half
 else
   fail compare_headroom_over_half "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+
+new_case
+rc=0
+(cd "$D" && "$HG" sim compare --scenario lab-month --end-days -2 --quiet \
+  >stdout.txt 2>stderr.txt) || rc=$?
+if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass sim compare: --end-days: must be a number >= 0" ]]; then
+  pass compare_end_days_negative
+else
+  fail compare_end_days_negative "rc $rc, stderr: $(cat "$D/stderr.txt")"
 fi
 
 echo "$passed passed, $failed failed"

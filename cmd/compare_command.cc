@@ -2,14 +2,13 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cmd/policy_flags.h"
+#include "cmd/trace_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
 #include "sim/html_report.h"
@@ -27,30 +26,18 @@ constexpr const char* kDefaultPolicies =
 
 struct CompareArgs {
   std::string workload;
-  std::string format = "auto";
   std::string scenario;
   uint64_t seed = 1;
   std::string policies = kDefaultPolicies;
-  double oversubscription = 2.5;
-  double unfunded_fraction = 0;
-  int64_t debug_max_minutes = 30;
+  TraceFlags trace_flags;  // --format, --map, --oversubscription, ...
   double end_days = 0;
-  std::string map, cluster, budgets;  // csv/jsonl traces
+  std::string cluster, budgets;  // csv/jsonl traces
   std::string html;
   std::string json;
   bool quiet = false;
   bool trace_tuned = false;  // a trace-only option was given
   PolicyFlags tuning;
 };
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // An output path is checked before the (minutes long) runs, so a typo fails at once and nothing
 // is written: its directory must exist.
@@ -69,9 +56,7 @@ Result<void> CheckOutput(const std::string& option, const std::string& path) {
 // this command's options and paths.
 Error WithOptions(Error e, const CompareArgs& a) {
   if (e.field == "--trace") e.field = "--workload";
-  if (e.field == "oversubscription") e.field = "--oversubscription";
-  if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
-  if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
+  e = WithFlagNames(std::move(e));
   if (e.file == "workload") e.file = a.workload;
   if (e.file == "cluster") e.file = a.cluster.empty() ? a.workload : a.cluster;
   if (e.file == "budgets") e.file = a.budgets.empty() ? a.workload : a.budgets;
@@ -97,14 +82,7 @@ Result<Input> LoadInput(const CompareArgs& a) {
     in.mapping = "";
   } else {
     if (a.workload.empty()) return Fail("--workload", "give --workload FILE or --scenario NAME");
-    sim::TraceOptions to;
-    to.path = a.workload;
-    to.format = a.format;
-    to.oversubscription = a.oversubscription;
-    to.seed = a.seed;
-    to.debug_max_minutes = a.debug_max_minutes;
-    to.unfunded_fraction = a.unfunded_fraction;
-    to.map = a.map;
+    sim::TraceOptions to = TraceOptionsFrom(a.trace_flags, a.workload, a.seed);
     to.cluster = a.cluster;
     to.budgets = a.budgets;
     auto t = sim::LoadTrace(to);
@@ -121,14 +99,8 @@ int RunCompare(const CompareArgs& a) {
     std::cerr << "hourglass sim compare: " << e.ToString() << "\n";
     return 2;
   };
-  if (!std::isfinite(a.oversubscription) || a.oversubscription <= 0)
-    return fail(
-        Fail("--oversubscription", "must be a number > 0 (mean offered load / GPUs)").value());
-  if (!(a.unfunded_fraction >= 0 && a.unfunded_fraction <= 1))
-    return fail(Fail("--unfunded-fraction", "must be within [0, 1]").value());
-  if (a.debug_max_minutes < 0) return fail(Fail("--debug-max-minutes", "must be >= 0").value());
-  if (!std::isfinite(a.end_days) || a.end_days < 0)
-    return fail(Fail("--end-days", "must be a number >= 0").value());
+  if (auto ok = CheckTraceFlags(a.trace_flags); !ok) return fail(ok.error());
+  if (auto ok = CheckEndDays(a.end_days); !ok) return fail(ok.error());
   if (auto ok = CheckOutput("--html", a.html); !ok) return fail(ok.error());
   if (auto ok = CheckOutput("--json", a.json); !ok) return fail(ok.error());
   if (!a.html.empty() && !a.json.empty() && fs::path(a.html) == fs::path(a.json))
@@ -139,7 +111,7 @@ int RunCompare(const CompareArgs& a) {
   if (!config) return fail(config.error());
   opt.policy = *config;
   std::vector<std::unique_ptr<Policy>> policies;
-  for (const std::string& name : Split(a.policies)) {
+  for (const std::string& name : SplitList(a.policies)) {
     auto p = MakePolicy(name, opt.policy);
     if (!p) {
       Error e = p.error();
@@ -197,11 +169,7 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
       "compare", "Compare policies on one workload: a table, an HTML report with charts, JSON");
   cmp->add_option("--workload", args->workload,
                   "Trace: a file, or the openb directory (formats in docs/formats.md)");
-  auto* format =
-      cmp->add_option("--format", args->format, std::string("Trace format: ") + sim::kTraceFormats)
-          ->capture_default_str();
-  auto* map = cmp->add_option("--map", args->map,
-                              "csv/jsonl: column mapping, e.g. submit=Submit,duration=Elapsed,...");
+  const TraceFlagOptions trace_opts = AddTraceFlags(cmp, &args->trace_flags);
   auto* cluster = cmp->add_option("--cluster", args->cluster, "csv/jsonl: cluster CSV (optional)");
   auto* budgets = cmp->add_option("--budgets", args->budgets, "csv/jsonl: budget TOML (optional)");
   cmp->add_option("--scenario", args->scenario, "Built-in scenario instead of a trace: lab-month");
@@ -210,24 +178,13 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
       ->capture_default_str();
   cmp->add_option("--policies", args->policies, "Comma-separated policy names")
       ->capture_default_str();
-  auto* over = cmp->add_option("--oversubscription", args->oversubscription,
-                               "Trace: mean offered load / cluster GPUs")
-                   ->capture_default_str();
-  auto* unfunded = cmp->add_option("--unfunded-fraction", args->unfunded_fraction,
-                                   "Trace: share of non-debug jobs made unfunded")
-                       ->capture_default_str();
-  auto* debug = cmp->add_option("--debug-max-minutes", args->debug_max_minutes,
-                                "Trace: a 1-GPU job this short or shorter is debug")
-                    ->capture_default_str();
   cmp->add_option("--end-days", args->end_days, "Evaluate until this day (default: the input's)");
   cmp->add_option("--html", args->html, "Write the HTML report (charts inline) to FILE");
   cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");
   cmp->add_flag("--quiet", args->quiet, "No progress line");
   AddPolicyFlags(cmp, &args->tuning);
-  cmp->callback([args, format, map, cluster, budgets, over, unfunded, debug, &exit_code] {
-    args->trace_tuned = format->count() + map->count() + cluster->count() + budgets->count() +
-                            over->count() + unfunded->count() + debug->count() >
-                        0;
+  cmp->callback([args, trace_opts, cluster, budgets, &exit_code] {
+    args->trace_tuned = trace_opts.AnyGiven() || cluster->count() + budgets->count() > 0;
     exit_code = RunCompare(*args);
     // Ends the parse here: without it `sim`'s callback would run a plain simulation next.
     throw CLI::RuntimeError(exit_code);

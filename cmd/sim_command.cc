@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +10,7 @@
 
 #include "cmd/compare_command.h"
 #include "cmd/policy_flags.h"
+#include "cmd/trace_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
 #include "sim/lab_month.h"
@@ -32,23 +32,14 @@ struct SimArgs {
   std::string cluster, budgets, workload, events;
   std::string write_dir;
   std::string philly;
-  std::string trace, trace_format = "auto", trace_map;  // --trace FILE --format F --map SPEC
-  sim::PhillyOptions philly_opt;
-  bool philly_tuned = false;  // a Philly-only option was given
+  std::string trace;
+  TraceFlags trace_flags;    // --format, --map, --oversubscription, ...
+  bool trace_tuned = false;  // --oversubscription, --unfunded-fraction or --debug-max-minutes given
   double end_days = 0;
   int64_t interval = 10;
   PolicyFlags tuning;
   bool quiet = false;
 };
-
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 // Maps the engine's file tokens ("workload", ...) to the paths the user gave.
 Error WithPath(Error e, const SimArgs& a) {
@@ -56,9 +47,7 @@ Error WithPath(Error e, const SimArgs& a) {
     // The scenario's parts all come from the trace; the adapter's option names become flags.
     const std::string& trace = a.philly.empty() ? a.trace : a.philly;
     if (e.file == "cluster" || e.file == "budgets" || e.file == "workload") e.file = trace;
-    if (e.field == "oversubscription") e.field = "--oversubscription";
-    if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
-    if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
+    e = WithFlagNames(std::move(e));
   }
   if (e.file == "cluster") e.file = a.cluster;
   if (e.file == "budgets") e.file = a.budgets;
@@ -70,25 +59,18 @@ Error WithPath(Error e, const SimArgs& a) {
 // `mapping` receives how a trace became the scenario (empty for scenario files).
 Result<sim::Scenario> LoadScenario(const SimArgs& a, std::string& mapping) {
   sim::Scenario sc;
-  if (a.philly_tuned && a.philly.empty() && a.trace.empty())
+  if (a.trace_tuned && a.philly.empty() && a.trace.empty())
     return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes",
                 "apply only to a trace; give --trace FILE or --philly FILE");
-  if (a.trace.empty() && (a.trace_format != "auto" || !a.trace_map.empty()))
+  if (a.trace.empty() && (a.trace_flags.format != "auto" || !a.trace_flags.map.empty()))
     return Fail("--format/--map", "apply only to a trace; give --trace FILE");
   if (!a.trace.empty()) {
     // A csv/jsonl trace may take its cluster and budget tree from --cluster and --budgets.
     if (!a.philly.empty() || !a.scenario.empty() || !a.workload.empty() || !a.events.empty())
       return Fail("--trace", "give either --trace or --philly or --scenario or the scenario files");
-    sim::TraceOptions t;
-    t.path = a.trace;
-    t.format = a.trace_format;
-    t.map = a.trace_map;
+    sim::TraceOptions t = TraceOptionsFrom(a.trace_flags, a.trace, a.seed);
     t.cluster = a.cluster;
     t.budgets = a.budgets;
-    t.seed = a.seed;
-    t.oversubscription = a.philly_opt.oversubscription;
-    t.debug_max_minutes = a.philly_opt.debug_max_minutes;
-    t.unfunded_fraction = a.philly_opt.unfunded_fraction;
     auto loaded = sim::LoadTrace(t);
     if (!loaded) return tl::unexpected(loaded.error());
     sc = std::move(loaded->scenario);
@@ -97,10 +79,11 @@ Result<sim::Scenario> LoadScenario(const SimArgs& a, std::string& mapping) {
     if (!a.scenario.empty() || !a.cluster.empty() || !a.workload.empty() || !a.budgets.empty() ||
         !a.events.empty())
       return Fail("--philly", "give either --philly or --scenario or the scenario files");
-    auto p = sim::LoadPhilly(a.philly, a.philly_opt);
+    const sim::PhillyOptions po = PhillyOptionsFrom(a.trace_flags, a.seed);
+    auto p = sim::LoadPhilly(a.philly, po);
     if (!p) return tl::unexpected(p.error());
     sc = std::move(*p);
-    mapping = sim::DescribeMapping(sc, a.philly_opt);
+    mapping = sim::DescribeMapping(sc, po);
   } else if (!a.scenario.empty()) {
     if (a.scenario != sim::kLabMonthName)
       return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
@@ -144,20 +127,15 @@ int RunSim(const SimArgs& a) {
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
   opt.policy = *config;
-  const sim::PhillyOptions& po = a.philly_opt;
-  if (!std::isfinite(po.oversubscription) || po.oversubscription <= 0)
-    return fail(
-        Error{"--oversubscription", "must be a number > 0 (mean offered load / GPUs)", {}, 0});
-  if (!(po.unfunded_fraction >= 0 && po.unfunded_fraction <= 1))
-    return fail(Error{"--unfunded-fraction", "must be within [0, 1]", {}, 0});
-  if (po.debug_max_minutes < 0) return fail(Error{"--debug-max-minutes", "must be >= 0", {}, 0});
+  if (auto ok = CheckTraceFlags(a.trace_flags); !ok) return fail(ok.error());
+  if (auto ok = CheckEndDays(a.end_days); !ok) return fail(ok.error());
   std::string mapping;
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
   opt.interval = Seconds(a.interval);
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
-  for (const std::string& name : Split(a.policies)) {
+  for (const std::string& name : SplitList(a.policies)) {
     auto p = MakePolicy(name, opt.policy);
     if (!p) return fail(p.error());
     policies.push_back(std::move(*p));
@@ -232,29 +210,13 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--philly", args->philly,
                   "Microsoft Philly trace CSV (timestamp,duration,num_gpus,cluster); budgets, "
                   "classes and cluster size are derived and printed");
-  auto* over = sim->add_option("--oversubscription", args->philly_opt.oversubscription,
-                               "With --philly, or a csv/jsonl --trace without --cluster: mean "
-                               "offered load / cluster GPUs")
-                   ->capture_default_str();
-  auto* unfunded = sim->add_option("--unfunded-fraction", args->philly_opt.unfunded_fraction,
-                                   "With --philly: share of non-debug jobs made unfunded")
-                       ->capture_default_str();
-  auto* debug = sim->add_option("--debug-max-minutes", args->philly_opt.debug_max_minutes,
-                                "With --philly: a 1-GPU job this short or shorter is debug")
-                    ->capture_default_str();
   sim->add_option("--trace", args->trace,
                   "Trace file (or the openb directory); the mapping is derived and printed");
-  sim->add_option("--format", args->trace_format,
-                  std::string("With --trace: ") + sim::kTraceFormats)
-      ->capture_default_str();
-  sim->add_option("--map", args->trace_map,
-                  "With a csv/jsonl --trace: FIELD=COLUMN,... e.g. "
-                  "submit=Submit,duration=Elapsed,gpus=AllocTRES:gres/gpu,budget=Account");
+  const TraceFlagOptions trace_opts = AddTraceFlags(sim, &args->trace_flags);
   sim->add_flag("--quiet", args->quiet, "No progress line");
   AddCompareCommand(*sim, exit_code);
-  sim->callback([args, over, unfunded, debug, &exit_code] {
-    args->philly_opt.seed = args->seed;
-    args->philly_tuned = over->count() + unfunded->count() + debug->count() > 0;
+  sim->callback([args, trace_opts, &exit_code] {
+    args->trace_tuned = trace_opts.LoadTuned();
     exit_code = RunSim(*args);
   });
 }
