@@ -9,34 +9,10 @@
 #include "core/cluster_state.h"
 #include "core/failure_cache.h"
 #include "core/housekeeping.h"
+#include "core/merged_queue.h"
 #include "core/reservation_plan.h"
 
 namespace hg {
-namespace {
-
-// Walks both pending lists as one queue in (queued_since, id) order, skipping holes. The lists
-// are each in that order already, so a merge costs O(P) where sorting would cost O(P log P).
-class MergedQueue {
- public:
-  MergedQueue(std::span<const PendingJob> a, std::span<const PendingJob> b) : a_(a), b_(b) {}
-  const PendingJob* Next() {
-    while (i_ < a_.size() && !a_[i_].spec) ++i_;
-    while (k_ < b_.size() && !b_[k_].spec) ++k_;
-    if (i_ == a_.size() && k_ == b_.size()) return nullptr;
-    if (k_ == b_.size() || (i_ < a_.size() && Before(a_[i_], b_[k_]))) return &a_[i_++];
-    return &b_[k_++];
-  }
-
- private:
-  static bool Before(const PendingJob& x, const PendingJob& y) {
-    if (x.queued_since != y.queued_since) return x.queued_since < y.queued_since;
-    return x.spec->id < y.spec->id;
-  }
-  std::span<const PendingJob> a_, b_;
-  size_t i_ = 0, k_ = 0;
-};
-
-}  // namespace
 
 Decisions FifoBackfillPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;

@@ -6,6 +6,7 @@
 
 #include "core/cluster_state.h"
 #include "core/housekeeping.h"
+#include "core/merged_queue.h"
 #include "core/preemption.h"
 #include "core/running_index.h"
 
@@ -20,31 +21,11 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
 
-  // Both lists are in (queued_since, id) order: merge them into one bucket per tier, which keeps
-  // each tier first come, first served without sorting the whole queue every cycle.
+  // One bucket per tier, each first come, first served, without sorting the whole queue.
   std::vector<const PendingJob*> by_tier[3];
-  {
-    auto before = [](const PendingJob& a, const PendingJob& b) {
-      if (a.queued_since != b.queued_since) return a.queued_since < b.queued_since;
-      return a.spec->id < b.spec->id;
-    };
-    size_t i = 0, k = 0;
-    const auto& f = snap.pending_funded;
-    const auto& u = snap.pending_unfunded;
-    while (i < f.size() || k < u.size()) {
-      const PendingJob* next = nullptr;
-      if (i < f.size() && !f[i].spec) {
-        ++i;
-      } else if (k < u.size() && !u[k].spec) {
-        ++k;
-      } else if (k == u.size() || (i < f.size() && before(f[i], u[k]))) {
-        next = &f[i++];
-      } else {
-        next = &u[k++];
-      }
-      if (next) by_tier[2 - std::clamp(next->spec->tier, 0, 2)].push_back(next);
-    }
-  }
+  MergedQueue merged(snap.pending_funded, snap.pending_unfunded);
+  while (const PendingJob* next = merged.Next())
+    by_tier[2 - std::clamp(next->spec->tier, 0, 2)].push_back(next);
   std::vector<const PendingJob*> queue;
   queue.reserve(by_tier[0].size() + by_tier[1].size() + by_tier[2].size());
   for (const auto& t : by_tier) queue.insert(queue.end(), t.begin(), t.end());
