@@ -290,6 +290,32 @@ else
   pass "headroom_reaches_policy  (batch wait p90 0s -> 1.0h)"
 fi
 
+new_case
+check large_job_gpus_negative "" "" --large-job-gpus --large-job-gpus -1
+
+# --large-job-gpus reaches the policy: alice's 16-GPU job (2) can neither start beside her running
+# job (1) nor plan a reservation (job 1 has no known end). By default her later 4-GPU job (3)
+# starts at once; with the flag at 16 it waits behind job 2, and the median batch wait is job 2's
+# (3,590 s, until job 1 ends).
+new_case
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,3600,8,8,alice,batch,600
+2,10,600,16,8,alice,batch,600
+3,20,600,4,0,alice,batch,600
+EOF2
+printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
+rc=0
+run_sim "$D" || rc=$?
+default_wait=$(grep '^batch wait p50 ' "$D/stdout.txt")
+run_sim "$D" --large-job-gpus 16 || rc=$?
+held_wait=$(grep '^batch wait p50 ' "$D/stdout.txt")
+if [[ $rc -ne 0 || ! $default_wait =~ \ 0s$ || ! $held_wait =~ \ 59\.8m$ ]]; then
+  fail large_job_reaches_policy "rc $rc, '$default_wait' then '$held_wait', want 0s then 59.8m"
+else
+  pass "large_job_reaches_policy  (batch wait p50 0s -> 59.8m)"
+fi
+
 # `sim compare` takes the same tuning flags and refuses them the same way.
 new_case
 rc=0

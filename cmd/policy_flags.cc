@@ -12,6 +12,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
   app->add_option("--live-weight", flags->live_weight,
                   "Seconds of usage that holding one GPU now counts for in the fair-share key")
       ->capture_default_str();
+  app->add_option("--large-job-gpus", flags->large_job_gpus,
+                  "A budget's blocked job of at least this many GPUs holds back the budget's "
+                  "later non-debug jobs (0: off)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -22,10 +26,13 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   if (!(flags.quick_headroom_max >= flags.quick_headroom && flags.quick_headroom_max <= 1))
     return tl::unexpected(
         Error{"--quick-headroom-max", "must be within [--quick-headroom, 1]", {}, 0});
+  if (flags.large_job_gpus < 0)
+    return tl::unexpected(Error{"--large-job-gpus", "must be >= 0 (0: off)", {}, 0});
   PolicyConfig config = DeployedConfig();
   config.quick_headroom = flags.quick_headroom;
   config.quick_headroom_max = flags.quick_headroom_max;
   config.live_weight = Seconds(flags.live_weight);
+  config.large_job_gpus = flags.large_job_gpus;
   return config;
 }
 

@@ -14,6 +14,7 @@ struct PolicyFlags {
   double quick_headroom = DeployedConfig().quick_headroom;
   double quick_headroom_max = DeployedConfig().quick_headroom_max;
   int64_t live_weight = DeployedConfig().live_weight.value();
+  int32_t large_job_gpus = DeployedConfig().large_job_gpus;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

@@ -24,6 +24,7 @@ enum class ReasonCode {
   kWaitUnfunded,     // unfunded work waits for idle GPUs
   kWaitFairShare,    // budgets further below their share come first
   kWaitTier,         // the priority baseline: higher tiers first
+  kWaitLargeJob,     // other: a large job of the same budget waiting first; a: its GPUs
   // Why a job stops.
   kPreemptForFunded,    // unfunded work made room; other: the funded job
   kPreemptFairShare,    // other: the job of a budget further below its share; budget: that budget

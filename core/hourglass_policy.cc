@@ -37,7 +37,8 @@ class Cycle {
   void Setup();
   void PlaceFunded();
   void PlaceUnfunded();
-  void Process(const PendingJob& p);
+  // True when the job got GPUs, is waiting for victims or holds a reservation.
+  bool Process(const PendingJob& p);
   bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   bool TryReserve(const PendingJob& p, const Shape& shape);
@@ -298,31 +299,32 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   return true;
 }
 
-void Cycle::Process(const PendingJob& p) {
+bool Cycle::Process(const PendingJob& p) {
   const JobSpec& j = *p.spec;
   if (auto it = waiting_on_victims_.find(j.id.value()); it != waiting_on_victims_.end()) {
     Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, it->second.value(), 0}, it->second);
-    return;
+    return true;
   }
   BudgetId at{0};
   if (!WithinLimits(j.budget, j.gpus.value(), &at)) {
     Note(p, Reason{ReasonCode::kWaitBudgetLimit, {}, at, *tree_.limit(at), 0});
-    return;
+    return false;
   }
   const Shape shape = cs_.ShapeOf(j.gpus, j.gpus_per_node);
   FailureCache& fc = failed_[Ix(j.budget)];
   if (!fc.Known(shape)) {
-    if (TryFree(p, shape, true)) return;
-    if (TryPreempt(p, shape)) return;
+    if (TryFree(p, shape, true)) return true;
+    if (TryPreempt(p, shape)) return true;
     // The headroom is there so debug jobs need not wait for a victim's grace period. A large top
     // blocked job may still use it: otherwise it would reserve GPUs and idle far more of them.
     if (reservations_ < cfg_.max_reservations && j.gpus.value() > required_free_ &&
         TryFree(p, shape, false))
-      return;
-    if (TryReserve(p, shape)) return;
+      return true;
+    if (TryReserve(p, shape)) return true;
     fc.Add(shape);
   }
   Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free()});
+  return false;
 }
 
 void Cycle::PlaceFunded() {
@@ -333,6 +335,8 @@ void Cycle::PlaceFunded() {
     if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
   std::vector<int64_t> left(nb, 0);
   std::vector<size_t> cursor(nb, 0);
+  // Per leaf: the large job its later non-quick jobs wait behind (cfg_.large_job_gpus).
+  std::vector<const JobSpec*> held_by(nb, nullptr);
   for (size_t b = nb; b-- > 1;) {
     auto& q = queue[b];
     // Already in (queued_since, id) order. A user's quick (debug) jobs come before their own
@@ -379,7 +383,12 @@ void Cycle::PlaceFunded() {
     const PendingJob& p = *queue[Ix(b)][cursor[Ix(b)]++];
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
     const int64_t moves = alloc_moves_;
-    Process(p);
+    if (const JobSpec* large = held_by[Ix(b)]; large && !IsQuick(*p.spec)) {
+      Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
+    } else if (!Process(p) && cfg_.large_job_gpus > 0 && !IsQuick(*p.spec) &&
+               p.spec->gpus.value() >= cfg_.large_job_gpus) {
+      held_by[Ix(b)] = p.spec;
+    }
     walk = alloc_moves_ != moves || left[Ix(b)] == 0;
     // Nothing more can start once the cluster is full and preemption planning is spent.
     if (!s_.explain && cs_.total_free() == 0 && preempt_attempts_ >= max_plans_) break;

@@ -227,6 +227,44 @@ TEST(HourglassPolicy, WithinABudgetQuickJobsComeBeforeLongWork) {
   EXPECT_EQ(d.starts[0].job, debug.id);
 }
 
+// a's 16-GPU job can neither start (8 GPUs free), preempt b's job (no ping-pong between equal
+// budgets) nor plan a reservation (b's job has no known end). With large_job_gpus at 16 or less,
+// a's later batch job waits behind it instead of taking the free GPUs; a's debug job does not.
+TEST(HourglassPolicy, ABlockedLargeJobHoldsBackItsBudgetsLaterWorkWhenConfigured) {
+  for (int32_t threshold : {0, 16, 32}) {
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    w.AddNode();
+    const JobSpec& other = w.NewJob(8, "b");
+    w.Run(other, Seconds(0), {{n0, Gpus(8)}});
+    JobSpec& large = w.NewJob(16, "a");
+    large.gpus_per_node = Gpus(8);
+    const JobSpec& small = w.NewJob(4, "a");
+    const JobSpec& debug = w.NewJob(1, "a", Seconds(0), "debug");
+    w.Pend(large, Seconds(10));
+    w.Pend(small, Seconds(20));
+    w.Pend(debug, Seconds(30));
+    PolicyConfig cfg;
+    cfg.large_job_gpus = threshold;
+    const Decisions d = w.Cycle(Hours(2), true, cfg);
+    const bool holds = threshold > 0 && threshold <= 16;
+    EXPECT_TRUE(d.stops.empty()) << threshold;
+    EXPECT_NE(StartOf(d, debug.id), nullptr) << threshold;
+    EXPECT_EQ(StartOf(d, large.id), nullptr) << threshold;
+    EXPECT_EQ(StartOf(d, small.id) == nullptr, holds) << threshold;
+    if (!holds) continue;
+    const PendingNote* note = NoteFor(d, small.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, ReasonCode::kWaitLargeJob);
+    EXPECT_EQ(note->reason.other, large.id);
+    EXPECT_EQ(note->reason.a, 16);
+    const std::string why = Describe(note->reason, w.tree());
+    EXPECT_NE(why.find("behind job " + std::to_string(large.id.value()) + " (16 GPUs)"),
+              std::string::npos)
+        << why;
+  }
+}
+
 TEST(HourglassPolicy, BudgetLimitBlocksWithANote) {
   World w({Top("a", 8), Top("b")});
   const NodeId n0 = w.AddNode();

@@ -31,6 +31,11 @@ struct PolicyConfig {
   double quick_headroom_max = 0.05;
   std::string quick_class = "debug";
   int max_reservations = 1;  // how many blocked jobs may hold a reservation at once
+  // 0: off. Otherwise a budget's job of at least this many GPUs that can neither start, preempt
+  // nor hold a reservation holds back the same leaf's later non-quick jobs for the cycle. They
+  // would take, a few GPUs at a time, the share the large job waits for, and it would wait for
+  // days; held back, the budget falls below its share until the large job may preempt.
+  int32_t large_job_gpus = 0;
   // Unfunded work may borrow reserved GPUs while the reservation is at least this far from due:
   // idle GPUs earn nothing, and one grace period at the due time is a small price.
   Seconds reservation_lend_margin = Hours(1);

@@ -46,6 +46,9 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
       return "budgets further below their share come first";
     case ReasonCode::kWaitTier:
       return "higher tiers and earlier jobs come first";
+    case ReasonCode::kWaitLargeJob:
+      return "waits behind job " + other + " (" + std::to_string(r.a) +
+             " GPUs) of the same budget, which comes first";
     case ReasonCode::kPreemptForFunded:
       return "unfunded work preempted to make room for funded job " + other;
     case ReasonCode::kPreemptFairShare:

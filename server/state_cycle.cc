@@ -32,6 +32,8 @@ const char* CodeName(ReasonCode c) {
       return "wait_fair_share";
     case ReasonCode::kWaitTier:
       return "wait_tier";
+    case ReasonCode::kWaitLargeJob:
+      return "wait_large_job";
     case ReasonCode::kPreemptForFunded:
       return "preempt_for_funded";
     case ReasonCode::kPreemptFairShare:
