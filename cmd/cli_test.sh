@@ -268,9 +268,27 @@ check end_days_negative "" "" --end-days --end-days -1
 new_case
 check oversubscription_without_trace "" "" --oversubscription/--unfunded-fraction/--debug-max-minutes --oversubscription 2
 
-# The headroom flag reaches the policy: three 4-GPU batch jobs all run on the 16 GPUs by
-# at once by default, but with half the cluster kept free for debug jobs the third one waits an
-# hour for the first two to end.
+# reaches_policy NAME MEASURE WANT_DEFAULT WANT_TUNED FLAGS...: runs the case dir $D (its
+# workload.csv written by the caller, no events) without and then with FLAGS, and checks the
+# table line MEASURE ends in WANT_DEFAULT, then in WANT_TUNED: the flag reaches the policy.
+reaches_policy() {
+  local name=$1 measure=$2 want_default=$3 want_tuned=$4
+  shift 4
+  printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
+  local rc=0 before after
+  run_sim "$D" || rc=$?
+  before=$(grep "^$measure " "$D/stdout.txt")
+  run_sim "$D" "$@" || rc=$?
+  after=$(grep "^$measure " "$D/stdout.txt")
+  if [[ $rc -ne 0 || $before != *" $want_default" || $after != *" $want_tuned" ]]; then
+    fail "$name" "rc $rc, '$before' then '$after', want $want_default then $want_tuned"
+  else
+    pass "$name  ($measure $want_default -> $want_tuned)"
+  fi
+}
+
+# Three 4-GPU batch jobs all run on the 16 GPUs at once by default, but with half the cluster
+# kept free for debug jobs the third one waits an hour for the first two to end.
 new_case
 cat >"$D/workload.csv" <<'EOF2'
 id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
@@ -278,25 +296,15 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 2,0,3600,4,0,alice,batch,600
 3,0,3600,4,0,alice,batch,600
 EOF2
-printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
-rc=0
-run_sim "$D" || rc=$?
-default_wait=$(grep '^batch wait p90 ' "$D/stdout.txt")
-run_sim "$D" --quick-headroom 0.5 --quick-headroom-max 0.5 || rc=$?
-held_wait=$(grep '^batch wait p90 ' "$D/stdout.txt")
-if [[ $rc -ne 0 || ! $default_wait =~ \ 0s$ || ! $held_wait =~ \ 1\.0h$ ]]; then
-  fail headroom_reaches_policy "rc $rc, '$default_wait' then '$held_wait', want 0s then 1.0h"
-else
-  pass "headroom_reaches_policy  (batch wait p90 0s -> 1.0h)"
-fi
+reaches_policy headroom_reaches_policy "batch wait p90" 0s 1.0h \
+  --quick-headroom 0.5 --quick-headroom-max 0.5
 
 new_case
 check large_job_gpus_negative "" "" --large-job-gpus --large-job-gpus -1
 
-# --large-job-gpus reaches the policy: alice's 16-GPU job (2) can neither start beside her running
-# job (1) nor plan a reservation (job 1 has no known end). By default her later 4-GPU job (3)
-# starts at once; with the flag at 16 it waits behind job 2, and the median batch wait is job 2's
-# (3,590 s, until job 1 ends).
+# Alice's 16-GPU job (2) can neither start beside her running job (1) nor plan a reservation
+# (job 1 has no known end). By default her later 4-GPU job (3) starts at once; with the flag at
+# 16 it waits behind job 2, and the median batch wait is job 2's (3,590 s, until job 1 ends).
 new_case
 cat >"$D/workload.csv" <<'EOF2'
 id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
@@ -304,17 +312,7 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 2,10,600,16,8,alice,batch,600
 3,20,600,4,0,alice,batch,600
 EOF2
-printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
-rc=0
-run_sim "$D" || rc=$?
-default_wait=$(grep '^batch wait p50 ' "$D/stdout.txt")
-run_sim "$D" --large-job-gpus 16 || rc=$?
-held_wait=$(grep '^batch wait p50 ' "$D/stdout.txt")
-if [[ $rc -ne 0 || ! $default_wait =~ \ 0s$ || ! $held_wait =~ \ 59\.8m$ ]]; then
-  fail large_job_reaches_policy "rc $rc, '$default_wait' then '$held_wait', want 0s then 59.8m"
-else
-  pass "large_job_reaches_policy  (batch wait p50 0s -> 59.8m)"
-fi
+reaches_policy large_job_reaches_policy "batch wait p50" 0s 59.8m --large-job-gpus 16
 
 # `sim compare` takes the same tuning flags and refuses them the same way.
 new_case
