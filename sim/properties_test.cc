@@ -48,10 +48,19 @@ constexpr int kProtectedScenarios = 100;
 constexpr int kUnfundedFirstScenarios = 100;  // twice: whole-node and smaller preemptors
 constexpr int kPriorityScenarios = 25;
 
+// "hourglass-large" is hourglass with the large-job hold on for multi-node jobs of these
+// scenarios' 4- and 8-GPU nodes (PolicyConfig::large_job_gpus = 8).
 const Policy& NamedPolicy(std::string_view name) {
   static const auto hourglass = MakePolicy("hourglass", PolicyConfig{});
+  static const auto hourglass_large = [] {
+    PolicyConfig c;
+    c.large_job_gpus = 8;
+    return MakePolicy("hourglass", c);
+  }();
   static const auto priority = MakePolicy("priority", PolicyConfig{});
-  const auto& p = name == "hourglass" ? hourglass : priority;
+  const auto& p = name == "hourglass"         ? hourglass
+                  : name == "hourglass-large" ? hourglass_large
+                                              : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
 }
@@ -686,9 +695,20 @@ Scenario Mixed(Rng& rng, const MixKnobs& k) {
 // and ends, given a horizon long enough after submissions stop. Gangs up to the whole cluster,
 // node failures and operator drains, max_runtime.
 
-void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quick_repairs) {
+// Whether any job started at another time or another number of times in `b` than in `a`.
+bool RunsDiffer(const SimResult& a, const SimResult& b) {
+  if (a.jobs.size() != b.jobs.size()) return true;
+  for (size_t i = 0; i < a.jobs.size(); ++i)
+    if (a.jobs[i].waits != b.jobs[i].waits || a.jobs[i].attempts != b.jobs[i].attempts) return true;
+  return false;
+}
+
+// `policy` other than "hourglass" must change some runs, or the check says nothing new.
+void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quick_repairs,
+                       std::string_view policy = "hourglass") {
   const Rng root(seed);
   int large_waited = 0;
+  int differ = 0;
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("P5", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -698,8 +718,13 @@ void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quic
     k.mixed_grace = mixed_grace;
     k.quick_repairs = quick_repairs;
     const Scenario sc = Mixed(rng, k);
-    auto r = RunSim(sc);
+    auto r = RunSim(sc, policy);
     ASSERT_TRUE(r);
+    if (policy != "hourglass") {
+      auto base = RunSim(sc);
+      ASSERT_TRUE(base);
+      differ += RunsDiffer(*base, *r) ? 1 : 0;
+    }
     int32_t cap = 0;
     for (const NodeSpec& n : sc.nodes) cap += n.gpus;
     ASSERT_EQ(r->jobs.size(), sc.jobs.size());
@@ -723,10 +748,19 @@ void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quic
   }
   // Large gangs (more than half the cluster) really had to wait for the cluster to free up.
   EXPECT_GT(large_waited, scenarios / 4);
+  if (policy != "hourglass") {
+    EXPECT_GT(differ, scenarios / 10);
+  }
 }
 
 TEST(PropertiesFairShare, P5EveryFundedJobEventuallyStarts_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false);
+}
+
+// The same with the large-job hold on (--large-job-gpus): a budget's later jobs held back behind
+// its blocked gang must not starve anyone either.
+TEST(PropertiesFairShare, P5WithLargeJobHolds_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-large");
 }
 
 // The same with a grace period per job: fails on the livelock of
@@ -833,9 +867,11 @@ void CheckAllContracts(const Scenario& sc, const SimResult& r, ContractStats& st
 // Contention-heavy mixed scenarios: budget l0 floods the cluster first with work of random
 // protection, the other budgets come later and take their share back by preemption; unfunded
 // work comes and goes; nodes fail health checks or are drained by operators.
-void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace) {
+void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
+                            std::string_view policy = "hourglass") {
   const Rng root(seed);
   ContractStats st;
+  int differ = 0;
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("contract", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -844,8 +880,13 @@ void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace) {
     k.flood = true;
     k.mixed_grace = mixed_grace;
     const Scenario sc = Mixed(rng, k);
-    auto r = RunSim(sc);
+    auto r = RunSim(sc, policy);
     ASSERT_TRUE(r);
+    if (policy != "hourglass") {
+      auto base = RunSim(sc);
+      ASSERT_TRUE(base);
+      differ += RunsDiffer(*base, *r) ? 1 : 0;
+    }
     for (const PreemptionRecord& p : r->preemptions)
       EXPECT_FALSE(p.contract_violation) << "job " << p.job << " cause " << ToString(p.cause);
     CheckAllContracts(sc, *r, st);
@@ -857,10 +898,17 @@ void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace) {
   EXPECT_GT(st.requeued, scenarios / 4);
   EXPECT_GT(st.ended_preempted, scenarios / 4);
   EXPECT_GT(st.funded_waited, scenarios);
+  if (policy != "hourglass") {
+    EXPECT_GT(differ, scenarios / 10);
+  }
 }
 
 TEST(PropertiesContract, NoFundedJobStoppedWhileProtectedAndRequeueRules_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false);
+}
+
+TEST(PropertiesContract, ContractWithLargeJobHolds_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-large");
 }
 
 // The same with a grace period per job: fails on the livelock of
