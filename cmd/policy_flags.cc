@@ -1,5 +1,7 @@
 #include "cmd/policy_flags.h"
 
+#include <sstream>
+
 namespace hg::cmd {
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
@@ -34,6 +36,15 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.live_weight = Seconds(flags.live_weight);
   config.large_job_gpus = flags.large_job_gpus;
   return config;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
 }  // namespace hg::cmd

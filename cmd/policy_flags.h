@@ -4,6 +4,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/policy.h"
@@ -21,5 +23,8 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);
 
 // DeployedConfig() with the flags applied; an error names the flag and the allowed range.
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags);
+
+// The names of `--policies` ("a,b,,c" -> {"a", "b", "c"}).
+std::vector<std::string> SplitList(const std::string& s);
 
 }  // namespace hg::cmd

@@ -1,7 +1,6 @@
 #include "cmd/trace_flags.h"
 
 #include <cmath>
-#include <sstream>
 
 namespace hg::cmd {
 
@@ -71,15 +70,6 @@ Error WithFlagNames(Error e) {
   if (e.field == "unfunded_fraction") e.field = "--unfunded-fraction";
   if (e.field == "debug_max_minutes") e.field = "--debug-max-minutes";
   return e;
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 }  // namespace hg::cmd

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "core/error.h"
 #include "sim/philly.h"
@@ -46,8 +45,5 @@ sim::PhillyOptions PhillyOptionsFrom(const TraceFlags& flags, uint64_t seed);
 
 // The adapters name their options as fields ("oversubscription"); the user knows them as flags.
 Error WithFlagNames(Error e);
-
-// "a,b,,c" -> {"a", "b", "c"}.
-std::vector<std::string> SplitList(const std::string& s);
 
 }  // namespace hg::cmd

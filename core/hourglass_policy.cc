@@ -266,7 +266,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
     const NodeId id(static_cast<int32_t>(n));
     if (!cs_.ready(id)) return kNever;
-    if (cs_.free(id) >= shape.per_node) return s_.now;
+    if (cs_.free(id) >= shape.per_node) return s_.now;  // no need to list its releases
     std::vector<Release> rel;
     for (size_t i : on_node_[n]) {
       const RunningJob& r = s_.running[i];
@@ -383,7 +383,8 @@ void Cycle::PlaceFunded() {
     const PendingJob& p = *queue[Ix(b)][cursor[Ix(b)]++];
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
     const int64_t moves = alloc_moves_;
-    if (const JobSpec* large = held_by[Ix(b)]; large && !IsQuick(*p.spec)) {
+    // A leaf's quick jobs come first, so every job after a held one is long work.
+    if (const JobSpec* large = held_by[Ix(b)]) {
       Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
     } else if (!Process(p) && cfg_.large_job_gpus > 0 && !IsQuick(*p.spec) &&
                p.spec->gpus.value() >= cfg_.large_job_gpus) {

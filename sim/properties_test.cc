@@ -695,20 +695,42 @@ Scenario Mixed(Rng& rng, const MixKnobs& k) {
 // and ends, given a horizon long enough after submissions stop. Gangs up to the whole cluster,
 // node failures and operator drains, max_runtime.
 
-// Whether any job started at another time or another number of times in `b` than in `a`.
-bool RunsDiffer(const SimResult& a, const SimResult& b) {
-  if (a.jobs.size() != b.jobs.size()) return true;
-  for (size_t i = 0; i < a.jobs.size(); ++i)
-    if (a.jobs[i].waits != b.jobs[i].waits || a.jobs[i].attempts != b.jobs[i].attempts) return true;
-  return false;
-}
+// Runs of one named policy. For a variant of hourglass it also runs the default and counts the
+// scenarios where some job started at another time or another number of times: a variant that
+// changes too few runs is not exercised, and the check over it says nothing new.
+class PolicyRuns {
+ public:
+  explicit PolicyRuns(std::string_view policy) : policy_(policy) {}
+  std::optional<SimResult> Run(const Scenario& sc) {
+    auto r = RunSim(sc, policy_);
+    if (r && policy_ != "hourglass") {
+      auto base = RunSim(sc);
+      if (base && Differ(*base, *r)) ++changed_;
+    }
+    return r;
+  }
+  void ExpectExercised(int scenarios) const {
+    if (policy_ == "hourglass") return;
+    EXPECT_GT(changed_, scenarios / 10) << policy_;
+  }
 
-// `policy` other than "hourglass" must change some runs, or the check says nothing new.
+ private:
+  static bool Differ(const SimResult& a, const SimResult& b) {
+    if (a.jobs.size() != b.jobs.size()) return true;
+    for (size_t i = 0; i < a.jobs.size(); ++i)
+      if (a.jobs[i].waits != b.jobs[i].waits || a.jobs[i].attempts != b.jobs[i].attempts)
+        return true;
+    return false;
+  }
+  std::string_view policy_;
+  int changed_ = 0;
+};
+
 void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quick_repairs,
                        std::string_view policy = "hourglass") {
   const Rng root(seed);
   int large_waited = 0;
-  int differ = 0;
+  PolicyRuns runs(policy);
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("P5", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -718,13 +740,8 @@ void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quic
     k.mixed_grace = mixed_grace;
     k.quick_repairs = quick_repairs;
     const Scenario sc = Mixed(rng, k);
-    auto r = RunSim(sc, policy);
+    auto r = runs.Run(sc);
     ASSERT_TRUE(r);
-    if (policy != "hourglass") {
-      auto base = RunSim(sc);
-      ASSERT_TRUE(base);
-      differ += RunsDiffer(*base, *r) ? 1 : 0;
-    }
     int32_t cap = 0;
     for (const NodeSpec& n : sc.nodes) cap += n.gpus;
     ASSERT_EQ(r->jobs.size(), sc.jobs.size());
@@ -748,9 +765,7 @@ void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quic
   }
   // Large gangs (more than half the cluster) really had to wait for the cluster to free up.
   EXPECT_GT(large_waited, scenarios / 4);
-  if (policy != "hourglass") {
-    EXPECT_GT(differ, scenarios / 10);
-  }
+  runs.ExpectExercised(scenarios);
 }
 
 TEST(PropertiesFairShare, P5EveryFundedJobEventuallyStarts_200Scenarios) {
@@ -871,7 +886,7 @@ void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
                             std::string_view policy = "hourglass") {
   const Rng root(seed);
   ContractStats st;
-  int differ = 0;
+  PolicyRuns runs(policy);
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("contract", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -880,13 +895,8 @@ void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
     k.flood = true;
     k.mixed_grace = mixed_grace;
     const Scenario sc = Mixed(rng, k);
-    auto r = RunSim(sc, policy);
+    auto r = runs.Run(sc);
     ASSERT_TRUE(r);
-    if (policy != "hourglass") {
-      auto base = RunSim(sc);
-      ASSERT_TRUE(base);
-      differ += RunsDiffer(*base, *r) ? 1 : 0;
-    }
     for (const PreemptionRecord& p : r->preemptions)
       EXPECT_FALSE(p.contract_violation) << "job " << p.job << " cause " << ToString(p.cause);
     CheckAllContracts(sc, *r, st);
@@ -898,9 +908,7 @@ void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
   EXPECT_GT(st.requeued, scenarios / 4);
   EXPECT_GT(st.ended_preempted, scenarios / 4);
   EXPECT_GT(st.funded_waited, scenarios);
-  if (policy != "hourglass") {
-    EXPECT_GT(differ, scenarios / 10);
-  }
+  runs.ExpectExercised(scenarios);
 }
 
 TEST(PropertiesContract, NoFundedJobStoppedWhileProtectedAndRequeueRules_200Scenarios) {
