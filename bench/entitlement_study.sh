@@ -7,11 +7,16 @@
 #   unfunded      share of allocated GPU time that went to unfunded work
 #   lost GPU-h    work lost to preemption
 #   257+ p90      queue wait of the largest jobs (257 GPUs and more)
-# Variants (the same jobs, submit times and events; only contract fields change):
+# Variants (the same jobs and submit times; one thing changed each):
 #   as generated  the scenario itself
 #   no contract   every min_runtime set to 0: nothing is protected after it starts
 #   all resumable every job resumable: a preempted job is requeued instead of ending
-# If the contract were what keeps the measure low, "no contract" would raise it.
+#   no share moves the leads' share changes left out of the timed events
+#   no node faults health failures, lost nodes, drains and repairs left out (share changes kept)
+#   one node      the cluster as one node with all its GPUs and no gpus_per_node: no
+#                 fragmentation at all (node events left out, they name nodes)
+# If the contract were what keeps the measure low, "no contract" would raise it; if placement
+# were, "one node" would.
 #   bench/entitlement_study.sh [build/release/cmd/hourglass] [seed]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,13 +48,30 @@ PY
 }
 variant min_runtime 0 "$tmp/no_contract.csv"
 variant resumable true "$tmp/all_resumable.csv"
-printf '%-14s %9s %11s %11s %9s %11s %9s\n' variant occupancy entitlement funded/owed \
+variant gpus_per_node 0 "$tmp/any_shape.csv"
+# Timed events without some kinds (by the kind column), and the cluster as one node.
+events_without() {  # pattern out
+  awk -F, -v drop="$1" '/^#/ || $2 == "kind" || $2 !~ drop' "$tmp/s/events.csv" >"$2"
+}
+events_without '^share$|^limit$' "$tmp/no_share.csv"
+events_without '^(health_fail|node_lost|repair|drain|undrain)$' "$tmp/no_faults.csv"
+events_without '^(health_fail|node_lost|repair|drain|undrain)$' "$tmp/one_node_events.csv"
+awk -F, '/^#/ || $1 == "name" { next } { g += $2 } END {
+  print "# the whole cluster as one node"; print "name,gpus,block"; print "all," g ",b0" }' \
+  "$tmp/s/cluster.csv" >"$tmp/one_node.csv"
+printf '%-15s %9s %11s %11s %9s %11s %9s\n' variant occupancy entitlement funded/owed \
   unfunded "lost GPU-h" "257+ p90"
-for v in "as generated:$tmp/s/workload.csv" "no contract:$tmp/no_contract.csv" \
-  "all resumable:$tmp/all_resumable.csv"; do
-  name=${v%%:*}
-  run "$BIN" sim --cluster "$tmp/s/cluster.csv" --budgets "$tmp/s/budgets.toml" \
-    --workload "${v#*:}" --events "$tmp/s/events.csv" --end-days 30 --policies hourglass \
+S=$tmp/s
+# name:cluster:workload:events
+for v in "as generated:$S/cluster.csv:$S/workload.csv:$S/events.csv" \
+  "no contract:$S/cluster.csv:$tmp/no_contract.csv:$S/events.csv" \
+  "all resumable:$S/cluster.csv:$tmp/all_resumable.csv:$S/events.csv" \
+  "no share moves:$S/cluster.csv:$S/workload.csv:$tmp/no_share.csv" \
+  "no node faults:$S/cluster.csv:$S/workload.csv:$tmp/no_faults.csv" \
+  "one node:$tmp/one_node.csv:$tmp/any_shape.csv:$tmp/one_node_events.csv"; do
+  IFS=: read -r name cluster workload events <<<"$v"
+  run "$BIN" sim --cluster "$cluster" --budgets "$S/budgets.toml" \
+    --workload "$workload" --events "$events" --end-days 30 --policies hourglass \
     --quiet --json "$tmp/r.json"
   python3 - "$tmp/r.json" "$name" <<'PY'
 import json, sys
@@ -58,7 +80,7 @@ top = [b for b in r["budgets"] if b["depth"] == 1]
 owed = sum(b["owed_gpu_hours"] for b in top)
 delivered = sum(b["delivered_gpu_hours"] for b in top)
 big = r["wait_s_by_size"].get("257+", {}).get("p90", 0) / 86400
-print(f"{sys.argv[2]:<14} {100 * r['occupancy']:8.1f}% {100 * r['entitlement_delivered']:10.1f}% "
+print(f"{sys.argv[2]:<15} {100 * r['occupancy']:8.1f}% {100 * r['entitlement_delivered']:10.1f}% "
       f"{100 * delivered / owed:10.1f}% {100 * r['unfunded_share']:8.1f}% "
       f"{r['lost_gpu_hours']:11.0f} {big:8.1f}d")
 PY
