@@ -314,6 +314,26 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 EOF2
 reaches_policy large_job_reaches_policy "batch wait p50" 0s 59.8m --large-job-gpus 16
 
+new_case
+check preempt_below_zero "" "" --preempt-below --preempt-below 0
+new_case
+check preempt_below_over_one "" "" --preempt-below --preempt-below 1.5
+
+# Bob (share 6, three times Alice's 2) holds 4 of the 16 GPUs and asks for 8 more; Alice holds
+# 12, past their protection. Bob has had about a third of what he is owed: by default he preempts
+# one of Alice's jobs, with --preempt-below 0.3 (a deeper deficit asked for) he waits for them.
+new_case
+printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 6\n' >>"$D/budgets.toml"
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,36000,8,8,alice,batch,600
+2,0,36000,4,0,alice,batch,600
+3,0,36000,4,0,bob,batch,600
+4,1200,600,4,0,bob,batch,0
+5,1200,600,4,0,bob,batch,0
+EOF2
+reaches_policy preempt_below_reaches_policy "preemptions" 1 0 --preempt-below 0.3
+
 # `sim compare` takes the same tuning flags and refuses them the same way.
 new_case
 rc=0
@@ -323,6 +343,18 @@ if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass sim compare: --quick-hea
   pass compare_headroom_over_half
 else
   fail compare_headroom_over_half "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+
+# `hourglass server` takes the same tuning flags (what was measured is what is rolled out), and
+# refuses a bad one before it opens its data directory.
+new_case
+rc=0
+(cd "$D" && "$HG" server --data data --preempt-below 2 >stdout.txt 2>stderr.txt) || rc=$?
+if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass server: --preempt-below: must be within (0, 1]" &&
+  ! -e $D/data ]]; then
+  pass server_preempt_below_over_one
+else
+  fail server_preempt_below_over_one "rc $rc, stderr: $(cat "$D/stderr.txt")"
 fi
 
 new_case

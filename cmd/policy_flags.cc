@@ -18,6 +18,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "A budget's blocked job of at least this many GPUs holds back the budget's "
                   "later non-debug jobs (0: off)")
       ->capture_default_str();
+  app->add_option("--preempt-below", flags->preempt_below,
+                  "A budget's jobs preempt funded work only while it has received less than this "
+                  "fraction of what it was owed (1: any amount below)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -30,12 +34,24 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
         Error{"--quick-headroom-max", "must be within [--quick-headroom, 1]", {}, 0});
   if (flags.large_job_gpus < 0)
     return tl::unexpected(Error{"--large-job-gpus", "must be >= 0 (0: off)", {}, 0});
+  if (!(flags.preempt_below > 0 && flags.preempt_below <= 1))
+    return tl::unexpected(Error{"--preempt-below", "must be within (0, 1]", {}, 0});
   PolicyConfig config = DeployedConfig();
   config.quick_headroom = flags.quick_headroom;
   config.quick_headroom_max = flags.quick_headroom_max;
   config.live_weight = Seconds(flags.live_weight);
   config.large_job_gpus = flags.large_job_gpus;
+  config.preempt_below = flags.preempt_below;
   return config;
+}
+
+std::string Describe(const PolicyConfig& c) {
+  std::ostringstream o;
+  o << "quick headroom " << c.quick_headroom << " (grows to " << c.quick_headroom_max
+    << "), live weight " << c.live_weight.value() << " s, large jobs "
+    << (c.large_job_gpus > 0 ? std::to_string(c.large_job_gpus) + "+ GPUs" : std::string("off"))
+    << ", preempt below " << c.preempt_below;
+  return o.str();
 }
 
 std::vector<std::string> SplitList(const std::string& s) {

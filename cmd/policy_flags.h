@@ -1,6 +1,6 @@
-// The policy's tuning knobs as command-line flags, shared by `hourglass sim` and
-// `hourglass sim compare`, so both start from DeployedConfig() (the server's configuration too) and
-// check the values the same way.
+// The policy's tuning knobs as command-line flags, shared by `hourglass sim`, `hourglass sim
+// compare` and `hourglass server`, so all start from DeployedConfig() and check the values the
+// same way: a setting measured in the simulator is rolled out with the same flag.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,12 +17,16 @@ struct PolicyFlags {
   double quick_headroom_max = DeployedConfig().quick_headroom_max;
   int64_t live_weight = DeployedConfig().live_weight.value();
   int32_t large_job_gpus = DeployedConfig().large_job_gpus;
+  double preempt_below = DeployedConfig().preempt_below;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);
 
 // DeployedConfig() with the flags applied; an error names the flag and the allowed range.
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags);
+
+// One line naming every knob's value, for the server's start-up log and reports.
+std::string Describe(const PolicyConfig& config);
 
 // The names of `--policies` ("a,b,,c" -> {"a", "b", "c"}).
 std::vector<std::string> SplitList(const std::string& s);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 
+#include "cmd/policy_flags.h"
 #include "server/server.h"
 #include "sim/scenario_io.h"
 
@@ -23,6 +24,7 @@ struct Args {
   int64_t lost_after_s = 10;
   int64_t heartbeat_s = 1;
   std::string budgets;
+  PolicyFlags tuning;
 };
 
 int Fail(const std::string& what) {
@@ -44,6 +46,9 @@ int Run(const Args& a) {
     return Fail("--listen: '" + a.listen + "' has no valid port");
   }
   o.policy = a.policy;
+  auto config = PolicyConfigFrom(a.tuning);
+  if (!config) return Fail(config.error().ToString());
+  o.config = *config;
   o.interval_ms = a.interval_ms;
   o.lost_after_s = a.lost_after_s;
   o.heartbeat_s = a.heartbeat_s;
@@ -66,6 +71,7 @@ int Run(const Args& a) {
                 srv.NewAdminToken().c_str());
   std::printf("hourglass server listening on http://%s:%d (data in %s)\n", o.host.c_str(),
               srv.Port(), o.data_dir.c_str());
+  std::printf("policy %s: %s\n", o.policy.c_str(), Describe(o.config).c_str());
   std::fflush(stdout);
   if (!a.port_file.empty()) {
     // Written whole, then renamed: a reader never sees a half-written port.
@@ -104,6 +110,7 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--heartbeat-s", args->heartbeat_s, "heartbeat period agents are told (1)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600}));
   cmd->add_option("--budgets", args->budgets, "budget tree TOML, imported on first start only");
+  AddPolicyFlags(cmd, &args->tuning);
   cmd->callback([args, &exit_code] { exit_code = Run(*args); });
 }
 

@@ -6,8 +6,12 @@ namespace hg {
 
 FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered, const UsageLedger& owed,
                      std::span<const double> leaf_alloc, std::vector<double> owed_now,
-                     Seconds live_weight)
-    : tree_(tree), owed_now_(std::move(owed_now)), w_(static_cast<double>(live_weight.value())) {
+                     Seconds live_weight, double preempt_below)
+    : tree_(tree),
+      owed_now_(std::move(owed_now)),
+      w_(static_cast<double>(live_weight.value())),
+      preempt_below_(preempt_below) {
+  assert(preempt_below > 0 && preempt_below <= 1);
   const size_t n = tree.size();
   assert(leaf_alloc.size() == n && owed_now_.size() == n);
   alloc_.assign(leaf_alloc.begin(), leaf_alloc.end());
@@ -58,7 +62,7 @@ bool FairShare::MayPreempt(BudgetId preemptor, double gpus, BudgetId victim,
                            double victim_gpus) const {
   if (preemptor == victim) return false;
   const auto [p, v] = Divergence(preemptor, victim);
-  if (Key(p) >= 1.0) return false;  // the preemptor's side is not below its share
+  if (Key(p) >= preempt_below_) return false;  // the preemptor's side is not far enough below
   return KeyWith(p, gpus) <= KeyWith(v, -victim_gpus);
 }
 

@@ -23,8 +23,11 @@ class FairShare {
  public:
   // alloc[b]: GPUs held now by funded jobs charged to b (leaves); owed_now[b]: water-filled GPUs
   // owed now (all nodes). Both indexed by budget id.
+  // preempt_below: how far below its share (key) a side must be before its jobs may preempt
+  // funded work; 1 means any amount below (see PolicyConfig::preempt_below).
   FairShare(const BudgetTree& tree, const UsageLedger& delivered, const UsageLedger& owed,
-            std::span<const double> leaf_alloc, std::vector<double> owed_now, Seconds live_weight);
+            std::span<const double> leaf_alloc, std::vector<double> owed_now, Seconds live_weight,
+            double preempt_below = 1.0);
 
   double Key(BudgetId b) const { return KeyWith(b, 0.0); }
   // Key if the subtree of b held `delta` more GPUs.
@@ -39,7 +42,8 @@ class FairShare {
   std::pair<BudgetId, BudgetId> Divergence(BudgetId a, BudgetId b) const;
 
   // May a job of `preemptor` (needing `gpus`) preempt `victim_gpus` of a job of `victim`? Only if
-  // the preemptor's side is below its share and further below it than the victim's side, and
+  // the preemptor's side is below its share (its key under preempt_below) and further below it
+  // than the victim's side, and
   // stays so after the move: the victim's budget is never left below the preemptor's (no
   // ping-pong). Same leaf: never.
   bool MayPreempt(BudgetId preemptor, double gpus, BudgetId victim, double victim_gpus) const;
@@ -53,6 +57,7 @@ class FairShare {
   std::vector<double> alloc_;
   std::vector<double> owed_now_;
   double w_;
+  double preempt_below_;
 };
 
 }  // namespace hg

@@ -36,8 +36,8 @@ class FairShareTest : public ::testing::Test {
     delivered_.Charge(Id(leaf), Seconds(0), Seconds(1000), delivered / 1000);
     owed_.Charge(Id(leaf), Seconds(0), Seconds(1000), owed / 1000);
   }
-  FairShare Make(Seconds live_weight) const {
-    return FairShare(tree_, delivered_, owed_, alloc_, owed_now_, live_weight);
+  FairShare Make(Seconds live_weight, double preempt_below = 1.0) const {
+    return FairShare(tree_, delivered_, owed_, alloc_, owed_now_, live_weight, preempt_below);
   }
 
   BudgetTree tree_;
@@ -159,6 +159,20 @@ TEST_F(FairShareTest, MayPreemptNotWhenThePreemptorIsNotBelowItsShare) {
   ASSERT_GE(fs.Key(Id("a")), 1.0);
   ASSERT_LT(fs.Key(Id("a")), fs.Key(Id("b")));
   EXPECT_FALSE(fs.MayPreempt(Id("a"), 1, Id("b"), 1));
+}
+
+TEST_F(FairShareTest, MayPreemptOnlyWhenFurtherBelowThanPreemptBelow) {
+  // a got 40% of what it was owed, b three times its due: a may preempt b by default, and with
+  // the threshold at 0.45, but not once the threshold asks for a deeper deficit.
+  History("a", 800, 2000);
+  History("b", 6000, 2000);
+  alloc_[Ix("b")] = 1;
+  const FairShare loose = Make(Seconds(0));
+  ASSERT_NEAR(loose.Key(Id("a")), 0.4, 1e-3);
+  EXPECT_TRUE(loose.MayPreempt(Id("a"), 1, Id("b"), 1));
+  EXPECT_TRUE(Make(Seconds(0), 0.45).MayPreempt(Id("a"), 1, Id("b"), 1));
+  EXPECT_FALSE(Make(Seconds(0), 0.35).MayPreempt(Id("a"), 1, Id("b"), 1));
+  EXPECT_FALSE(Make(Seconds(0), 0.2).MayPreempt(Id("a"), 1, Id("b"), 1));
 }
 
 TEST_F(FairShareTest, MayPreemptNotWhenTheMoveWouldLeaveTheVictimBelow) {

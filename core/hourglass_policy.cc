@@ -162,7 +162,8 @@ void Cycle::Setup() {
     }
   }
   auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
-  fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight);
+  fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight,
+              cfg_.preempt_below);
   failed_.resize(nb + 1);
   const int64_t by_size =
       kMaxPlanNodeVisits / std::max<int64_t>(1, static_cast<int64_t>(cs_.size()));

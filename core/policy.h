@@ -36,6 +36,11 @@ struct PolicyConfig {
   // would take, a few GPUs at a time, the share the large job waits for, and it would wait for
   // days; held back, the budget falls below its share until the large job may preempt.
   int32_t large_job_gpus = 0;
+  // A budget's jobs may preempt funded work (past its protection) only while the budget's side
+  // has received less than this fraction of what it was owed (its fair-share key), and more
+  // below it than the victim's side. 1: any amount below. Lower values trade entitlement
+  // delivered for less work lost to fair-share preemption: a non-resumable victim loses its run.
+  double preempt_below = 1.0;
   // Unfunded work may borrow reserved GPUs while the reservation is at least this far from due:
   // idle GPUs earn nothing, and one grace period at the due time is a small price.
   Seconds reservation_lend_margin = Hours(1);

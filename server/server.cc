@@ -39,6 +39,7 @@ Result<void> Server::Start() {
   store_ = std::move(*st);
   StateOptions so;
   so.policy = opt_.policy;
+  so.config = opt_.config;
   so.heartbeat_s = opt_.heartbeat_s;
   so.lost_after_s = opt_.lost_after_s;
   so.initial_budgets = opt_.budgets;

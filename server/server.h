@@ -23,6 +23,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (read it back with Port())
   std::string policy = "hourglass";
+  PolicyConfig config = DeployedConfig();  // the policy's tuning (hourglass server's flags)
   int64_t interval_ms = 1000;
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
