@@ -49,7 +49,9 @@ constexpr int kUnfundedFirstScenarios = 100;  // twice: whole-node and smaller p
 constexpr int kPriorityScenarios = 25;
 
 // "hourglass-large" is hourglass with the large-job hold on for multi-node jobs of these
-// scenarios' 4- and 8-GPU nodes (PolicyConfig::large_job_gpus = 8).
+// scenarios' 4- and 8-GPU nodes (PolicyConfig::large_job_gpus = 8); "hourglass-patient" preempts
+// funded work only for budgets that got less than half of what they were owed
+// (PolicyConfig::preempt_below = 0.5).
 const Policy& NamedPolicy(std::string_view name) {
   static const auto hourglass = MakePolicy("hourglass", PolicyConfig{});
   static const auto hourglass_large = [] {
@@ -57,10 +59,16 @@ const Policy& NamedPolicy(std::string_view name) {
     c.large_job_gpus = 8;
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_patient = [] {
+    PolicyConfig c;
+    c.preempt_below = 0.5;
+    return MakePolicy("hourglass", c);
+  }();
   static const auto priority = MakePolicy("priority", PolicyConfig{});
-  const auto& p = name == "hourglass"         ? hourglass
-                  : name == "hourglass-large" ? hourglass_large
-                                              : priority;
+  const auto& p = name == "hourglass"           ? hourglass
+                  : name == "hourglass-large"   ? hourglass_large
+                  : name == "hourglass-patient" ? hourglass_patient
+                                                : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
 }
@@ -778,6 +786,12 @@ TEST(PropertiesFairShare, P5WithLargeJobHolds_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-large");
 }
 
+// And with preemption kept for budgets far below their share (--preempt-below): jobs that may
+// no longer preempt wait for GPUs to come free, and must still get them.
+TEST(PropertiesFairShare, P5WithPreemptBelow_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-patient");
+}
+
 // The same with a grace period per job: fails on the livelock of
 // DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 81: a funded job never
 // starts while its victims are stopped and restarted every protection period).
@@ -917,6 +931,10 @@ TEST(PropertiesContract, NoFundedJobStoppedWhileProtectedAndRequeueRules_200Scen
 
 TEST(PropertiesContract, ContractWithLargeJobHolds_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-large");
+}
+
+TEST(PropertiesContract, ContractWithPreemptBelow_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-patient");
 }
 
 // The same with a grace period per job: fails on the livelock of
