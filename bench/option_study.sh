@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# What one policy option trades on lab-month (the README's "Open work" tables): runs `hourglass`
+# on seeds 1-3 with the option at each value given, and prints occupancy and entitlement delivered
+# as the simulator's table prints them (the JSON rounds to 4 digits), then from its JSON the p90
+# queue waits of batch and training jobs and of the two largest size classes, the preemptions of
+# funded work for fair share, and the work lost to preemption.
+#   bench/option_study.sh [build/release/cmd/hourglass] --flag value...
+# e.g. bench/option_study.sh build/release/cmd/hourglass --preempt-below 1 0.8 0.6
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=build/release/cmd/hourglass
+if [[ ${1:-} != --* ]]; then
+  BIN=$1
+  shift
+fi
+FLAG=${1:?usage: bench/option_study.sh [hourglass binary] --flag value...}
+shift
+(($# > 0)) || { echo "bench/option_study.sh: no values for $FLAG" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "| seed | $FLAG | occupancy | entitlement | batch p90 | training p90 | 65-256 p90 | 257+ p90 | fair-share preemptions | lost GPU-h |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for seed in 1 2 3; do
+  for v in "$@"; do
+    "$BIN" sim --scenario lab-month --seed "$seed" --policies hourglass --quiet \
+      "$FLAG" "$v" --json "$tmp/r.json" >"$tmp/table" 2>"$tmp/err" ||
+      { cat "$tmp/err" >&2; exit 1; }
+    python3 - "$tmp/r.json" "$seed" "$v" "$tmp/table" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["policies"]["hourglass"]
+table = {}
+for line in open(sys.argv[4]):
+    for name in ("occupancy", "entitlement delivered"):
+        if line.startswith(name + " "):
+            table[name] = line.split()[-1]
+def wait(seconds):
+    return f"{seconds / 3600:.1f} h" if seconds < 86400 else f"{seconds / 86400:.1f} d"
+by_class, by_size = r["wait_s"], r["wait_s_by_size"]
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {table['occupancy']} "
+      f"| {table['entitlement delivered']} | {wait(by_class['batch']['p90'])} "
+      f"| {wait(by_class['training']['p90'])} | {wait(by_size['65-256']['p90'])} "
+      f"| {wait(by_size['257+']['p90'])} | {r['preemptions_by_cause']['fair-share']:,} "
+      f"| {r['lost_gpu_hours']:,.0f} |")
+PY
+  done
+done
