@@ -100,8 +100,8 @@ void WriteFile(const std::string& path, const std::string& text) {
 
 bool FileExists(const std::string& path) { return fs::exists(path); }
 
-Cluster::Cluster(int interval_ms, int lost_after_s)
-    : interval_ms_(interval_ms), lost_after_s_(lost_after_s) {
+Cluster::Cluster(int interval_ms, int lost_after_s, std::vector<std::string> server_args)
+    : interval_ms_(interval_ms), lost_after_s_(lost_after_s), server_args_(std::move(server_args)) {
   std::string tmpl = (fs::temp_directory_path() / "hg-e2e-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -132,12 +132,15 @@ void Cluster::StartServer() {
   std::error_code ec;
   fs::remove(port_file, ec);
   ++server_starts_;
-  server_ = std::make_unique<Process>(
-      std::vector<std::string>{HOURGLASS_BIN, "server", "--data", dir_ + "/server", "--listen",
-                               listen, "--port-file", port_file, "--interval-ms",
-                               std::to_string(interval_ms_), "--lost-after-s",
-                               std::to_string(lost_after_s_)},
-      dir_ + "/server/run" + std::to_string(server_starts_));
+  std::vector<std::string> argv{HOURGLASS_BIN,    "server",
+                                "--data",         dir_ + "/server",
+                                "--listen",       listen,
+                                "--port-file",    port_file,
+                                "--interval-ms",  std::to_string(interval_ms_),
+                                "--lost-after-s", std::to_string(lost_after_s_)};
+  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
+  server_ = std::make_unique<Process>(std::move(argv),
+                                      dir_ + "/server/run" + std::to_string(server_starts_));
   const bool up = WaitFor(
       [&] {
         if (port_ == 0) {

@@ -77,7 +77,9 @@ inline AgentOptions Node(std::string name, int gpus, std::string block = "b0",
 class Cluster {
  public:
   // Starts a server in a fresh temporary folder and waits until it answers /healthz.
-  explicit Cluster(int interval_ms = 200, int lost_after_s = 3);
+  // `server_args` are added to the server's command line (say, policy tuning flags).
+  explicit Cluster(int interval_ms = 200, int lost_after_s = 3,
+                   std::vector<std::string> server_args = {});
   ~Cluster();
 
   const std::string& dir() const { return dir_; }
@@ -130,6 +132,7 @@ class Cluster {
   int port_ = 0;
   int interval_ms_;
   int lost_after_s_;
+  std::vector<std::string> server_args_;
   std::string admin_token_;
   std::string agent_token_;
   int server_starts_ = 0;

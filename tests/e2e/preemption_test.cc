@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 struct Lab {
   Cluster c;
   std::string alice, bob;
-  Lab() {
+  explicit Lab(std::vector<std::string> server_args = {}) : c(200, 3, std::move(server_args)) {
     alice = c.AddPrincipal("alice", "user");
     bob = c.AddPrincipal("bob", "user");
     c.AddBudget("lab", "", 1);
@@ -141,6 +141,51 @@ while true; do sleep 0.1; done
   EXPECT_NE(reason.find("below its share"), std::string::npos) << reason;
   for (int64_t id : {waiting, kept})
     c.Admin("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Json::object());
+}
+
+// `hourglass server --preempt-below F`: on six GPUs vision holds five and speech one; speech asks
+// for two more, so it is owed three and has a third of that. Past vision's protection, the
+// default server preempts a vision job for speech; one started with --preempt-below 0.25 (speech
+// must have had less than a quarter) lets speech wait instead.
+bool VisionPreemptedForSpeech(const std::vector<std::string>& server_args,
+                              std::chrono::milliseconds watch) {
+  Lab lab(server_args);
+  Cluster& c = lab.c;
+  c.AddAgent(Node("n1", 6));
+  const auto holder = c.Script("holder", "trap 'exit 0' TERM\nwhile true; do sleep 0.1; done\n");
+  std::vector<int64_t> vision;
+  for (int i = 0; i < 5; ++i)
+    vision.push_back(
+        c.Submit(lab.JobOf(holder, 1, {{"budget", "vision"}, {"min_runtime_s", 1}, {"grace_s", 1}}),
+                 lab.alice));
+  const int64_t speech = c.Submit(lab.JobOf(holder, 1, {{"budget", "speech"}}), lab.bob);
+  for (int64_t id : vision) EXPECT_TRUE(c.WaitState(id, "running"));
+  EXPECT_TRUE(c.WaitState(speech, "running"));
+  std::vector<int64_t> askers;
+  for (int i = 0; i < 2; ++i)
+    askers.push_back(c.Submit(lab.JobOf(holder, 1, {{"budget", "speech"}}), lab.bob));
+  const bool preempted = WaitFor(
+      [&] {
+        for (int64_t id : vision)
+          if (c.Job(id)["state"] != "running") return true;
+        return false;
+      },
+      watch);
+  if (!preempted) {
+    for (int64_t id : askers) EXPECT_EQ(c.Job(id)["state"], "pending");
+  }
+  std::vector<int64_t> all = vision;
+  all.insert(all.end(), askers.begin(), askers.end());
+  all.push_back(speech);
+  for (int64_t id : all)
+    c.Admin("POST", "/v1/jobs/" + std::to_string(id) + "/cancel", Json::object());
+  return preempted;
+}
+
+TEST(E2ePreemption, ServerWithPreemptBelowLetsABudgetNotFarEnoughBelowItsShareWait) {
+  EXPECT_TRUE(VisionPreemptedForSpeech({}, 15s));
+  // Protection ends after 1 s and the server plans every 200 ms: 6 s is many cycles.
+  EXPECT_FALSE(VisionPreemptedForSpeech({"--preempt-below", "0.25"}, 6s));
 }
 
 TEST(E2ePreemption, ResumableJobIsRequeuedAndRestartsAsAttemptTwo) {
