@@ -345,6 +345,25 @@ else
   fail compare_headroom_over_half "rc $rc, stderr: $(cat "$D/stderr.txt")"
 fi
 
+# Trace options with a built-in scenario: both commands refuse a trace format, and both accept
+# --format at its default, "auto".
+for cmd in "sim" "sim compare"; do
+  new_case
+  rc=0 rc_csv=0
+  # shellcheck disable=SC2086  # $cmd is one or two words
+  (cd "$D" && "$HG" $cmd --scenario lab-month --format auto --end-days 0.01 --policies hourglass \
+    --quiet >stdout.txt 2>stderr.txt) || rc=$?
+  # shellcheck disable=SC2086
+  (cd "$D" && "$HG" $cmd --scenario lab-month --format csv --end-days 0.01 --policies hourglass \
+    --quiet >/dev/null 2>csv.txt) || rc_csv=$?
+  name="${cmd// /_}_scenario_format_auto"
+  if [[ $rc -eq 0 && $rc_csv -eq 2 && $(cat "$D/csv.txt") == *"--format"*"apply only to a trace"* ]]; then
+    pass "$name"
+  else
+    fail "$name" "rc $rc (stderr: $(cat "$D/stderr.txt")), with csv rc $rc_csv: $(cat "$D/csv.txt")"
+  fi
+done
+
 # `hourglass server` takes the same tuning flags (what was measured is what is rolled out), and
 # refuses a bad one before it opens its data directory.
 new_case

@@ -30,7 +30,6 @@ struct TraceFlagOptions {
   CLI::Option* debug_max_minutes = nullptr;
   // Any of --oversubscription, --unfunded-fraction, --debug-max-minutes given.
   bool LoadTuned() const;
-  bool AnyGiven() const { return LoadTuned() || format->count() + map->count() > 0; }
 };
 
 TraceFlagOptions AddTraceFlags(CLI::App* app, TraceFlags* flags);
