@@ -82,10 +82,13 @@ class Cycle {
   int64_t alloc_moves_ = 0;  // calls of AddAlloc so far
   int max_plans_ = kMaxPreemptPlans;
   std::optional<JobId> reservation_holder_;
+  bool any_limit_ = false;  // some budget has a GPU limit
 };
 
 void Cycle::Setup() {
   const size_t nb = tree_.size();
+  for (size_t b = 1; b < nb && !any_limit_; ++b)
+    any_limit_ = tree_.limit(BudgetId(static_cast<int32_t>(b))).has_value();
   stopping_.resize(s_.running.size());
   on_node_.resize(s_.nodes.size());
   may_leave_.assign(s_.nodes.size(), 0);
@@ -110,19 +113,21 @@ void Cycle::Setup() {
     if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
   }
+  const bool any_waiting = !waiting_on_victims_.empty();
   for (const PendingJob& p : s_.pending_funded) {
     if (!p.spec) continue;
     demand[Ix(p.spec->budget)] += p.spec->gpus.value();
     // GPUs being freed for a job are counted as its budget's already.
-    if (waiting_on_victims_.count(p.spec->id.value()))
+    if (any_waiting && waiting_on_victims_.count(p.spec->id.value()))
       alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
   }
   // A job waiting for its victims to exit also holds the free GPUs next to them, or other work
   // would slip in there and have to be preempted in turn.
   std::map<int64_t, int64_t> claim;  // job id -> GPUs still to hold
-  for (const PendingJob& p : s_.pending_funded)
-    if (p.spec && waiting_on_victims_.count(p.spec->id.value()))
-      claim[p.spec->id.value()] = p.spec->gpus.value();
+  if (any_waiting)
+    for (const PendingJob& p : s_.pending_funded)
+      if (p.spec && waiting_on_victims_.count(p.spec->id.value()))
+        claim[p.spec->id.value()] = p.spec->gpus.value();
   for (const RunningJob& r : s_.running)
     if (r.stopping && claim.count(r.stop_for.value()))
       claim[r.stop_for.value()] -= r.gpus().value();
@@ -179,6 +184,7 @@ void Cycle::Setup() {
 }
 
 bool Cycle::WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const {
+  if (!any_limit_) return true;  // most trees set none: no walk to the root for every job
   for (BudgetId b = leaf; b.value() > 0; b = tree_.parent(b)) {
     auto lim = tree_.limit(b);
     if (lim && fs_->alloc(b) + gpus > *lim + 1e-9) {
@@ -332,6 +338,12 @@ void Cycle::PlaceFunded() {
   // Pending funded jobs per leaf, each leaf in (priority, queued, id) order.
   const size_t nb = tree_.size();
   std::vector<std::vector<const PendingJob*>> queue(nb);
+  {
+    std::vector<size_t> count(nb, 0);
+    for (const PendingJob& p : s_.pending_funded)
+      if (p.spec) ++count[Ix(p.spec->budget)];
+    for (size_t b = 0; b < nb; ++b) queue[b].reserve(count[b]);
+  }
   for (const PendingJob& p : s_.pending_funded)
     if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
   std::vector<int64_t> left(nb, 0);
@@ -344,8 +356,10 @@ void Cycle::PlaceFunded() {
     // long work, which would otherwise hold them up for hours; then the user's own priority.
     // Both passes keep the (queued_since, id) order within equal keys, and are linear when no
     // one set a priority: this runs for every leaf in every cycle.
-    std::stable_partition(q.begin(), q.end(),
-                          [&](const PendingJob* x) { return IsQuick(*x->spec); });
+    auto quick = [&](const PendingJob* x) { return IsQuick(*x->spec); };
+    // Usually already so (no quick job, or only quick ones): stable_partition would allocate.
+    if (!std::is_partitioned(q.begin(), q.end(), quick))
+      std::stable_partition(q.begin(), q.end(), quick);
     const bool any_priority =
         std::any_of(q.begin(), q.end(), [](const PendingJob* x) { return x->spec->priority != 0; });
     if (any_priority) {
