@@ -25,6 +25,10 @@ enum class ReasonCode {
   kWaitFairShare,    // budgets further below their share come first
   kWaitTier,         // the priority baseline: higher tiers first
   kWaitLargeJob,     // other: a large job of the same budget waiting first; a: its GPUs
+  // No GPUs, and the budget is below its share but not below PolicyConfig::preempt_below, so it
+  // may not preempt funded work. budget: the job's; a: its fair-share key, b: the threshold,
+  // both in thousandths.
+  kWaitPreemptBelow,
   // Why a job stops.
   kPreemptForFunded,    // unfunded work made room; other: the funded job
   kPreemptFairShare,    // other: the job of a budget further below its share; budget: that budget

@@ -330,6 +330,19 @@ bool Cycle::Process(const PendingJob& p) {
     if (TryReserve(p, shape)) return true;
     fc.Add(shape);
   }
+  if (s_.explain) {
+    // Below its share but not below --preempt-below: say that this, not a lack of victims, is
+    // why it does not preempt.
+    const double key = fs_->Key(j.budget);
+    if (key >= cfg_.preempt_below && key < 1.0) {
+      Note(p, Reason{ReasonCode::kWaitPreemptBelow,
+                     {},
+                     j.budget,
+                     std::llround(key * 1000),
+                     std::llround(cfg_.preempt_below * 1000)});
+      return false;
+    }
+  }
   Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free()});
   return false;
 }

@@ -157,6 +157,33 @@ TEST(HourglassPolicy, FundedJobPastProtectionIsPreemptedForABudgetFurtherBelowIt
   EXPECT_NE(why.find("budget a "), std::string::npos) << why;
 }
 
+// a got 3 of the 4 GPUs it was owed over two days: its key is 0.5. By default it preempts b's job;
+// with --preempt-below 0.4 it waits, and its note says why.
+TEST(HourglassPolicy, PreemptBelowKeepsABudgetNotFarEnoughBelowWaitingAndSaysSo) {
+  const Seconds now = Days(2);
+  {
+    World w = Starved(now - Hours(2), 3.0);
+    const Decisions d = w.Cycle(now);
+    ASSERT_EQ(d.stops.size(), 1u);
+    EXPECT_EQ(d.stops[0].job, kVictim);
+  }
+  World w = Starved(now - Hours(2), 3.0);
+  PolicyConfig cfg;
+  cfg.preempt_below = 0.4;
+  const Decisions d = w.Cycle(now, true, cfg);
+  EXPECT_TRUE(d.stops.empty());
+  EXPECT_TRUE(d.starts.empty());
+  const PendingNote* note = NoteFor(d, kStarved);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemptBelow);
+  EXPECT_EQ(note->reason.budget, w.Leaf("a"));
+  EXPECT_EQ(note->reason.a, 500);
+  EXPECT_EQ(note->reason.b, 400);
+  const std::string why = Describe(note->reason, w.tree());
+  EXPECT_NE(why.find("budget a has a fair-share key of 0.5 "), std::string::npos) << why;
+  EXPECT_NE(why.find("only for keys under 0.4 (--preempt-below)"), std::string::npos) << why;
+}
+
 TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   const Seconds now = Days(2);
   World w = Starved(now - Hours(2), /*a_delivered_rate=*/8.0);

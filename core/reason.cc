@@ -15,6 +15,16 @@ std::string Budget(const BudgetTree& tree, BudgetId b) {
 
 std::string At(int64_t t) { return "t=" + std::to_string(t) + "s"; }
 
+// 720 -> "0.72", 600 -> "0.6", 1000 -> "1".
+std::string Thousandths(int64_t v) {
+  std::string s = std::to_string(v / 1000);
+  int64_t frac = v % 1000;
+  if (frac == 0) return s;
+  std::string f = std::to_string(1000 + frac).substr(1);
+  while (f.back() == '0') f.pop_back();
+  return s + "." + f;
+}
+
 }  // namespace
 
 std::string Describe(const Reason& r, const BudgetTree& tree) {
@@ -49,6 +59,11 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
     case ReasonCode::kWaitLargeJob:
       return "waits behind job " + other + " (" + std::to_string(r.a) +
              " GPUs) of the same budget, which comes first";
+    case ReasonCode::kWaitPreemptBelow:
+      return "waiting for GPUs: budget " + Budget(tree, r.budget) + " has a fair-share key of " +
+             Thousandths(r.a) +
+             " (delivered over owed); funded work is preempted only for keys under " +
+             Thousandths(r.b) + " (--preempt-below)";
     case ReasonCode::kPreemptForFunded:
       return "unfunded work preempted to make room for funded job " + other;
     case ReasonCode::kPreemptFairShare:

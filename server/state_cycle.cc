@@ -34,6 +34,8 @@ const char* CodeName(ReasonCode c) {
       return "wait_tier";
     case ReasonCode::kWaitLargeJob:
       return "wait_large_job";
+    case ReasonCode::kWaitPreemptBelow:
+      return "wait_preempt_below";
     case ReasonCode::kPreemptForFunded:
       return "preempt_for_funded";
     case ReasonCode::kPreemptFairShare:
