@@ -184,9 +184,8 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   cmp->add_flag("--quiet", args->quiet, "No progress line");
   AddPolicyFlags(cmp, &args->tuning);
   cmp->callback([args, trace_opts, cluster, budgets, &exit_code] {
-    // As `hourglass sim` does: --format at its default ("auto") asks for nothing.
-    args->trace_tuned = trace_opts.LoadTuned() || args->trace_flags.format != "auto" ||
-                        !args->trace_flags.map.empty() || cluster->count() + budgets->count() > 0;
+    args->trace_tuned = trace_opts.LoadTuned() || args->trace_flags.FormatGiven() ||
+                        cluster->count() + budgets->count() > 0;
     exit_code = RunCompare(*args);
     // Ends the parse here: without it `sim`'s callback would run a plain simulation next.
     throw CLI::RuntimeError(exit_code);

@@ -62,7 +62,7 @@ Result<sim::Scenario> LoadScenario(const SimArgs& a, std::string& mapping) {
   if (a.trace_tuned && a.philly.empty() && a.trace.empty())
     return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes",
                 "apply only to a trace; give --trace FILE or --philly FILE");
-  if (a.trace.empty() && (a.trace_flags.format != "auto" || !a.trace_flags.map.empty()))
+  if (a.trace.empty() && a.trace_flags.FormatGiven())
     return Fail("--format/--map", "apply only to a trace; give --trace FILE");
   if (!a.trace.empty()) {
     // A csv/jsonl trace may take its cluster and budget tree from --cluster and --budgets.

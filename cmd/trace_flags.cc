@@ -10,12 +10,12 @@ bool TraceFlagOptions::LoadTuned() const {
 
 TraceFlagOptions AddTraceFlags(CLI::App* app, TraceFlags* flags) {
   TraceFlagOptions o;
-  o.format =
-      app->add_option("--format", flags->format, "Trace format: " + std::string(sim::kTraceFormats))
-          ->capture_default_str();
-  o.map = app->add_option("--map", flags->map,
-                          "csv/jsonl trace: FIELD=COLUMN,... e.g. submit=Submit,duration=Elapsed,"
-                          "gpus=AllocTRES:gres/gpu,budget=Account");
+  // Given or not is told by their values (TraceFlags::FormatGiven), not by their counts.
+  app->add_option("--format", flags->format, "Trace format: " + std::string(sim::kTraceFormats))
+      ->capture_default_str();
+  app->add_option("--map", flags->map,
+                  "csv/jsonl trace: FIELD=COLUMN,... e.g. submit=Submit,duration=Elapsed,"
+                  "gpus=AllocTRES:gres/gpu,budget=Account");
   o.oversubscription =
       app->add_option("--oversubscription", flags->oversubscription,
                       "Trace: mean offered load / cluster GPUs (csv/jsonl: only without --cluster)")

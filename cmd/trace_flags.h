@@ -19,12 +19,12 @@ struct TraceFlags {
   double oversubscription = sim::PhillyOptions{}.oversubscription;
   double unfunded_fraction = sim::PhillyOptions{}.unfunded_fraction;
   int64_t debug_max_minutes = sim::PhillyOptions{}.debug_max_minutes;
+  // --format other than its default ("auto"), or --map: asks for a trace format.
+  bool FormatGiven() const { return format != "auto" || !map.empty(); }
 };
 
-// The registered options, to tell after parsing which were given.
+// The registered options whose defaults are valid values, to tell after parsing which were given.
 struct TraceFlagOptions {
-  CLI::Option* format = nullptr;
-  CLI::Option* map = nullptr;
   CLI::Option* oversubscription = nullptr;
   CLI::Option* unfunded_fraction = nullptr;
   CLI::Option* debug_max_minutes = nullptr;

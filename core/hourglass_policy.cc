@@ -113,21 +113,17 @@ void Cycle::Setup() {
     if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
   }
-  const bool any_waiting = !waiting_on_victims_.empty();
-  for (const PendingJob& p : s_.pending_funded) {
-    if (!p.spec) continue;
-    demand[Ix(p.spec->budget)] += p.spec->gpus.value();
-    // GPUs being freed for a job are counted as its budget's already.
-    if (any_waiting && waiting_on_victims_.count(p.spec->id.value()))
-      alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
-  }
   // A job waiting for its victims to exit also holds the free GPUs next to them, or other work
   // would slip in there and have to be preempted in turn.
   std::map<int64_t, int64_t> claim;  // job id -> GPUs still to hold
-  if (any_waiting)
-    for (const PendingJob& p : s_.pending_funded)
-      if (p.spec && waiting_on_victims_.count(p.spec->id.value()))
-        claim[p.spec->id.value()] = p.spec->gpus.value();
+  for (const PendingJob& p : s_.pending_funded) {
+    if (!p.spec) continue;
+    demand[Ix(p.spec->budget)] += p.spec->gpus.value();
+    if (waiting_on_victims_.empty() || !waiting_on_victims_.count(p.spec->id.value())) continue;
+    // GPUs being freed for a job are counted as its budget's already.
+    alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
+    claim[p.spec->id.value()] = p.spec->gpus.value();
+  }
   for (const RunningJob& r : s_.running)
     if (r.stopping && claim.count(r.stop_for.value()))
       claim[r.stop_for.value()] -= r.gpus().value();
