@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What one policy option trades on lab-month (the README's "Open work" tables): runs `hourglass`
-# on seeds 1-3 with the option at each value given, and prints occupancy and entitlement delivered
-# as the simulator's table prints them (the JSON rounds to 4 digits), then from its JSON the p90
-# queue waits of batch and training jobs and of the two largest size classes, the preemptions of
-# funded work for fair share, and the work lost to preemption.
-#   bench/option_study.sh [build/release/cmd/hourglass] --flag value...
+# What one policy option trades (the README's "Open work" tables): runs `hourglass` on lab-month
+# seeds 1-3 (or, with --philly, on philly-dev at oversubscription 2, 2.5 and 3) with the option at
+# each value given, and prints occupancy and entitlement delivered as the simulator's table prints
+# them (the JSON rounds to 4 digits), then from its JSON the p90 queue waits of debug, batch and
+# training jobs and of the two largest size classes, the preemptions of funded work for fair
+# share, and the work lost to preemption.
+#   bench/option_study.sh [build/release/cmd/hourglass] [--philly] --flag value...
 # e.g. bench/option_study.sh build/release/cmd/hourglass --preempt-below 1 0.8 0.6
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,19 +14,31 @@ if [[ ${1:-} != --* ]]; then
   BIN=$1
   shift
 fi
+RUNS=(1 2 3)
+RUN_NAME=seed
+if [[ ${1:-} == --philly ]]; then
+  RUNS=(2 2.5 3)
+  RUN_NAME=oversubscription
+  shift
+fi
 FLAG=${1:?usage: bench/option_study.sh [hourglass binary] --flag value...}
 shift
 (($# > 0)) || { echo "bench/option_study.sh: no values for $FLAG" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "| seed | $FLAG | occupancy | entitlement | batch p90 | training p90 | 65-256 p90 | 257+ p90 | fair-share preemptions | lost GPU-h |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
-for seed in 1 2 3; do
+echo "| $RUN_NAME | $FLAG | occupancy | entitlement | debug p90 | batch p90 | training p90 | 65-256 p90 | 257+ p90 | fair-share preemptions | lost GPU-h |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for run in "${RUNS[@]}"; do
+  if [[ $RUN_NAME == seed ]]; then
+    workload=(--scenario lab-month --seed "$run")
+  else
+    workload=(--philly ../shared/traces/philly-dev.csv --oversubscription "$run")
+  fi
   for v in "$@"; do
-    "$BIN" sim --scenario lab-month --seed "$seed" --policies hourglass --quiet \
+    "$BIN" sim "${workload[@]}" --policies hourglass --quiet \
       "$FLAG" "$v" --json "$tmp/r.json" >"$tmp/table" 2>"$tmp/err" ||
       { cat "$tmp/err" >&2; exit 1; }
-    python3 - "$tmp/r.json" "$seed" "$v" "$tmp/table" <<'PY'
+    python3 - "$tmp/r.json" "$run" "$v" "$tmp/table" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["policies"]["hourglass"]
 table = {}
@@ -34,12 +47,20 @@ for line in open(sys.argv[4]):
         if line.startswith(name + " "):
             table[name] = line.split()[-1]
 def wait(seconds):
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h" if seconds < 86400 else f"{seconds / 86400:.1f} d"
+def p90(waits, key):
+    return wait(waits[key]["p90"]) if key in waits else "-"
 by_class, by_size = r["wait_s"], r["wait_s_by_size"]
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {table['occupancy']} "
-      f"| {table['entitlement delivered']} | {wait(by_class['batch']['p90'])} "
-      f"| {wait(by_class['training']['p90'])} | {wait(by_size['65-256']['p90'])} "
-      f"| {wait(by_size['257+']['p90'])} | {r['preemptions_by_cause']['fair-share']:,} "
+      f"| {table['entitlement delivered']} | {p90(by_class, 'debug')} | {p90(by_class, 'batch')} "
+      f"| {p90(by_class, 'training')} | {p90(by_size, '65-256')} "
+      f"| {p90(by_size, '257+')} | {r['preemptions_by_cause']['fair-share']:,} "
       f"| {r['lost_gpu_hours']:,.0f} |")
 PY
   done

@@ -22,6 +22,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "A budget's jobs preempt funded work only while it has received less than this "
                   "fraction of what it was owed (1: any amount below)")
       ->capture_default_str();
+  app->add_option("--quick-first", flags->quick_first,
+                  "Debug jobs of every budget before other funded work; they may preempt work of "
+                  "any budget over its share (true/false)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -42,6 +46,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.live_weight = Seconds(flags.live_weight);
   config.large_job_gpus = flags.large_job_gpus;
   config.preempt_below = flags.preempt_below;
+  config.quick_first = flags.quick_first;
   return config;
 }
 
@@ -50,7 +55,8 @@ std::string Describe(const PolicyConfig& c) {
   o << "quick headroom " << c.quick_headroom << " (grows to " << c.quick_headroom_max
     << "), live weight " << c.live_weight.value() << " s, large jobs "
     << (c.large_job_gpus > 0 ? std::to_string(c.large_job_gpus) + "+ GPUs" : std::string("off"))
-    << ", preempt below " << c.preempt_below;
+    << ", preempt below " << c.preempt_below << ", debug jobs first "
+    << (c.quick_first ? "on" : "off");
   return o.str();
 }
 

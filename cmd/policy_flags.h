@@ -18,6 +18,7 @@ struct PolicyFlags {
   int64_t live_weight = DeployedConfig().live_weight.value();
   int32_t large_job_gpus = DeployedConfig().large_job_gpus;
   double preempt_below = DeployedConfig().preempt_below;
+  bool quick_first = DeployedConfig().quick_first;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

@@ -36,6 +36,10 @@ class Cycle {
  private:
   void Setup();
   void PlaceFunded();
+  // Serves `left[b]` more jobs of each subtree b from the leaves' queues, from `cursor` on, in
+  // fair-share order.
+  void Walk(const std::vector<std::vector<const PendingJob*>>& queue, std::vector<int64_t>& left,
+            std::vector<size_t>& cursor, std::vector<const JobSpec*>& held_by);
   void PlaceUnfunded();
   // True when the job got GPUs, is waiting for victims or holds a reservation.
   bool Process(const PendingJob& p);
@@ -236,7 +240,10 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (!r.spec->funded()) return true;
     if (s_.now < r.protected_until()) return false;  // the contract
     if (holder && r.backfilled) return true;
-    return fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
+    if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) return true;
+    if (!cfg_.quick_first || !IsQuick(j) || IsQuick(*r.spec) || r.spec->budget == j.budget)
+      return false;
+    return fs_->Key(fs_->Divergence(j.budget, r.spec->budget).second) >= 1.0;
   };
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
                              MayUseReserved(j), may_leave_);
@@ -355,7 +362,7 @@ void Cycle::PlaceFunded() {
   }
   for (const PendingJob& p : s_.pending_funded)
     if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
-  std::vector<int64_t> left(nb, 0);
+  std::vector<int64_t> left(nb, 0), later(nb, 0);  // jobs for this walk, for the second one
   std::vector<size_t> cursor(nb, 0);
   // Per leaf: the large job its later non-quick jobs wait behind (cfg_.large_job_gpus).
   std::vector<const JobSpec*> held_by(nb, nullptr);
@@ -369,20 +376,32 @@ void Cycle::PlaceFunded() {
     // Usually already so (no quick job, or only quick ones): stable_partition would allocate.
     if (!std::is_partitioned(q.begin(), q.end(), quick))
       std::stable_partition(q.begin(), q.end(), quick);
+    const auto quick_end = std::partition_point(q.begin(), q.end(), quick);
     const bool any_priority =
         std::any_of(q.begin(), q.end(), [](const PendingJob* x) { return x->spec->priority != 0; });
     if (any_priority) {
-      const auto quick_end =
-          std::find_if(q.begin(), q.end(), [&](const PendingJob* x) { return !IsQuick(*x->spec); });
       auto by_priority = [](const PendingJob* x, const PendingJob* y) {
         return x->spec->priority > y->spec->priority;
       };
       std::stable_sort(q.begin(), quick_end, by_priority);
       std::stable_sort(quick_end, q.end(), by_priority);
     }
-    left[b] += static_cast<int64_t>(q.size());
+    // With quick_first, the first walk sees only the leaf's quick jobs (its queue's head).
+    if (cfg_.quick_first) later[b] = q.end() - quick_end;
+    left[b] += static_cast<int64_t>(q.size()) - later[b];
     left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
   }
+  Walk(queue, left, cursor, held_by);
+  if (!cfg_.quick_first) return;
+  for (size_t x = 1; x < nb; ++x)
+    for (BudgetId c(static_cast<int32_t>(x)); c.value() >= 0 && later[x] > 0; c = tree_.parent(c))
+      left[Ix(c)] += later[x];
+  Walk(queue, left, cursor, held_by);
+}
+
+void Cycle::Walk(const std::vector<std::vector<const PendingJob*>>& queue,
+                 std::vector<int64_t>& left, std::vector<size_t>& cursor,
+                 std::vector<const JobSpec*>& held_by) {
   // Depth-first by key: at each level, the child whose usage lags its due the most. Keys move
   // only when a job gets GPUs; until then the walk would end at the same leaf again, so the
   // leaf's next job is taken without it (most jobs of a long queue fail one after another).

@@ -184,6 +184,80 @@ TEST(HourglassPolicy, PreemptBelowKeepsABudgetNotFarEnoughBelowWaitingAndSaysSo)
   EXPECT_NE(why.find("only for keys under 0.4 (--preempt-below)"), std::string::npos) << why;
 }
 
+// Over two days a got a third more than it was owed, b three times as much, c nothing; b's and
+// c's jobs run past their protection on the only two nodes. a's debug job preempts no one by
+// default (a is over its share). With quick_first it takes b's job, never c's: c is below its
+// share.
+World DebugOfABudgetOverItsShare() {
+  World w({Top("a"), Top("b"), Top("c")});
+  const NodeId n0 = w.AddNode();
+  const NodeId n1 = w.AddNode();
+  w.History("a", Days(2), 6.0, 4.0);
+  w.History("b", Days(2), 12.0, 4.0);
+  w.History("c", Days(2), 0.0, 8.0);
+  const JobSpec& over = w.NewJob(8, "b", Hours(1));
+  const JobSpec& under = w.NewJob(8, "c", Hours(1));
+  w.Run(under, Days(2) - Hours(2), {{n0, Gpus(8)}});
+  w.Run(over, Days(2) - Hours(2), {{n1, Gpus(8)}});
+  const JobSpec& debug = w.NewJob(1, "a", Minutes(5), "debug");
+  w.Pend(debug, Days(2) - Minutes(1));
+  return w;
+}
+
+TEST(HourglassPolicy, QuickFirstLetsADebugJobTakeWorkOfABudgetOverItsShareOnly) {
+  const Seconds now = Days(2);
+  {
+    World w = DebugOfABudgetOverItsShare();
+    const Decisions d = w.Cycle(now);
+    EXPECT_TRUE(d.stops.empty());
+    const PendingNote* note = NoteFor(d, JobId(3));
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, ReasonCode::kWaitGpus);
+  }
+  World w = DebugOfABudgetOverItsShare();
+  PolicyConfig cfg;
+  cfg.quick_first = true;
+  const Decisions d = w.Cycle(now, true, cfg);
+  ASSERT_EQ(d.stops.size(), 1u);
+  EXPECT_EQ(d.stops[0].job, JobId(1));  // b's, not c's (job 2)
+  EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptFairShare);
+  EXPECT_EQ(d.stops[0].for_job, JobId(3));
+  EXPECT_FALSE(d.stops[0].violates_contract);
+}
+
+// One GPU is free. c is far below its share and waits for it with a batch job submitted first;
+// a, over its share, has a debug job. In fair-share order c's job takes the GPU; with quick_first
+// the debug job does.
+TEST(HourglassPolicy, QuickFirstServesDebugJobsOfEveryBudgetBeforeOtherWork) {
+  auto world = [] {
+    World w({Top("a"), Top("c")});
+    const NodeId n0 = w.AddNode();
+    w.History("a", Days(2), 6.0, 4.0);
+    w.History("c", Days(2), 0.0, 4.0);
+    const JobSpec& held = w.NewJob(7, "a", Hours(8));
+    w.Run(held, Days(2) - Hours(1), {{n0, Gpus(7)}});
+    const JobSpec& batch = w.NewJob(1, "c");
+    w.Pend(batch, Days(2) - Minutes(10));
+    const JobSpec& debug = w.NewJob(1, "a", Minutes(5), "debug");
+    w.Pend(debug, Days(2) - Minutes(1));
+    return w;
+  };
+  const Seconds now = Days(2);
+  {
+    World w = world();
+    const Decisions d = w.Cycle(now);
+    ASSERT_EQ(d.starts.size(), 1u);
+    EXPECT_EQ(d.starts[0].job, JobId(2));
+  }
+  World w = world();
+  PolicyConfig cfg;
+  cfg.quick_first = true;
+  const Decisions d = w.Cycle(now, true, cfg);
+  ASSERT_EQ(d.starts.size(), 1u);
+  EXPECT_EQ(d.starts[0].job, JobId(3));
+  EXPECT_EQ(StartOf(d, JobId(2)), nullptr);
+}
+
 TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   const Seconds now = Days(2);
   World w = Starved(now - Hours(2), /*a_delivered_rate=*/8.0);

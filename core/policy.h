@@ -41,6 +41,11 @@ struct PolicyConfig {
   // below it than the victim's side. 1: any amount below. Lower values trade entitlement
   // delivered for less work lost to fair-share preemption: a non-resumable victim loses its run.
   double preempt_below = 1.0;
+  // Quick (debug) jobs of every budget are placed before other funded work, and may preempt work
+  // past its protection of any budget over its share, not only of one above their own. Their
+  // users wait at a terminal; their GPU time is small and charged like any other, so the fair
+  // share evens out over the window. false: quick jobs take their budget's turn.
+  bool quick_first = false;
   // Unfunded work may borrow reserved GPUs while the reservation is at least this far from due:
   // idle GPUs earn nothing, and one grace period at the due time is a small price.
   Seconds reservation_lend_margin = Hours(1);

@@ -51,7 +51,8 @@ constexpr int kPriorityScenarios = 25;
 // "hourglass-large" is hourglass with the large-job hold on for multi-node jobs of these
 // scenarios' 4- and 8-GPU nodes (PolicyConfig::large_job_gpus = 8); "hourglass-patient" preempts
 // funded work only for budgets that got less than half of what they were owed
-// (PolicyConfig::preempt_below = 0.5).
+// (PolicyConfig::preempt_below = 0.5); "hourglass-quick-first" places debug jobs of every budget
+// first and lets them preempt work of any budget over its share (PolicyConfig::quick_first).
 const Policy& NamedPolicy(std::string_view name) {
   static const auto hourglass = MakePolicy("hourglass", PolicyConfig{});
   static const auto hourglass_large = [] {
@@ -64,11 +65,17 @@ const Policy& NamedPolicy(std::string_view name) {
     c.preempt_below = 0.5;
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_quick_first = [] {
+    PolicyConfig c;
+    c.quick_first = true;
+    return MakePolicy("hourglass", c);
+  }();
   static const auto priority = MakePolicy("priority", PolicyConfig{});
-  const auto& p = name == "hourglass"           ? hourglass
-                  : name == "hourglass-large"   ? hourglass_large
-                  : name == "hourglass-patient" ? hourglass_patient
-                                                : priority;
+  const auto& p = name == "hourglass"               ? hourglass
+                  : name == "hourglass-large"       ? hourglass_large
+                  : name == "hourglass-patient"     ? hourglass_patient
+                  : name == "hourglass-quick-first" ? hourglass_quick_first
+                                                    : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
 }
@@ -792,6 +799,12 @@ TEST(PropertiesFairShare, P5WithPreemptBelow_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-patient");
 }
 
+// And with debug jobs first (--quick-first): long work of budgets below their share waits behind
+// every budget's debug jobs and loses GPUs to them, and must still start.
+TEST(PropertiesFairShare, P5WithQuickFirst_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-quick-first");
+}
+
 // The same with a grace period per job: fails on the livelock of
 // DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 81: a funded job never
 // starts while its victims are stopped and restarted every protection period).
@@ -935,6 +948,10 @@ TEST(PropertiesContract, ContractWithLargeJobHolds_200Scenarios) {
 
 TEST(PropertiesContract, ContractWithPreemptBelow_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-patient");
+}
+
+TEST(PropertiesContract, ContractWithQuickFirst_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-quick-first");
 }
 
 // The same with a grace period per job: fails on the livelock of
