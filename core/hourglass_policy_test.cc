@@ -258,6 +258,38 @@ TEST(HourglassPolicy, QuickFirstServesDebugJobsOfEveryBudgetBeforeOtherWork) {
   EXPECT_EQ(StartOf(d, JobId(2)), nullptr);
 }
 
+// One GPU of 16 is free and the headroom keeps one for debug jobs. b's batch job, first in
+// fair-share order, would fit but for the headroom. It must not reserve that GPU (due at once, it
+// would keep the debug job off it too, and both would wait until a's jobs end in 8 hours): the
+// debug job starts there, and the batch job waits for GPUs beyond the headroom.
+TEST(HourglassPolicy, AJobHeldBackOnlyByTheHeadroomDoesNotReserveItsGpus) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  const NodeId n1 = w.AddNode();
+  w.History("a", Days(2), 6.0, 4.0);
+  w.History("b", Days(2), 0.0, 4.0);
+  const JobSpec& big = w.NewJob(8, "a", Hours(8));
+  const JobSpec& rest = w.NewJob(7, "a", Hours(8));
+  w.Run(big, Days(2) - Hours(1), {{n0, Gpus(8)}});
+  w.Run(rest, Days(2) - Hours(1), {{n1, Gpus(7)}});
+  const JobSpec& batch = w.NewJob(1, "b");
+  w.Pend(batch, Days(2) - Minutes(10));
+  const JobSpec& debug = w.NewJob(1, "a", Minutes(5), "debug");
+  w.Pend(debug, Days(2) - Minutes(1));
+  PolicyConfig cfg;
+  cfg.quick_headroom = 1.0 / 16;
+  cfg.quick_headroom_max = 1.0 / 16;
+  const Decisions d = w.Cycle(Days(2), true, cfg);
+  EXPECT_TRUE(d.stops.empty());
+  EXPECT_TRUE(d.reservations.empty());
+  const StartDecision* s = StartOf(d, debug.id);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->placement, (std::vector<Slice>{{n1, Gpus(1)}}));
+  const PendingNote* note = NoteFor(d, batch.id);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.code, ReasonCode::kWaitHeadroom);
+}
+
 TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   const Seconds now = Days(2);
   World w = Starved(now - Hours(2), /*a_delivered_rate=*/8.0);
