@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # What one policy option trades (the README's "Open work" tables): runs `hourglass` on lab-month
-# seeds 1-3 (or, with --philly, on philly-dev at oversubscription 2, 2.5 and 3) with the option at
-# each value given, and prints occupancy and entitlement delivered as the simulator's table prints
-# them (the JSON rounds to 4 digits), then from its JSON the p90 queue waits of debug, batch and
-# training jobs and of the two largest size classes, the preemptions of funded work for fair
-# share, and the work lost to preemption.
+# seeds 1-3, or those in $SEEDS (or, with --philly, on philly-dev at oversubscription 2, 2.5 and
+# 3), with the option at each value given, and prints occupancy and entitlement delivered as the
+# simulator's table prints them (the JSON rounds to 4 digits), then from its JSON the p90 queue
+# waits of debug, batch and training jobs and of the two largest size classes, the preemptions of
+# funded work for fair share, and the work lost to preemption.
 #   bench/option_study.sh [build/release/cmd/hourglass] [--philly] --flag value...
 # e.g. bench/option_study.sh build/release/cmd/hourglass --preempt-below 1 0.8 0.6
 set -euo pipefail
@@ -14,7 +14,7 @@ if [[ ${1:-} != --* ]]; then
   BIN=$1
   shift
 fi
-RUNS=(1 2 3)
+read -r -a RUNS <<<"${SEEDS:-1 2 3}"  # SEEDS="4 5 6" measures on seeds not tuned against
 RUN_NAME=seed
 if [[ ${1:-} == --philly ]]; then
   RUNS=(2 2.5 3)

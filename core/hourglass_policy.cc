@@ -330,14 +330,6 @@ bool Cycle::Process(const PendingJob& p) {
     if (reservations_ < cfg_.max_reservations && j.gpus.value() > required_free_ &&
         TryFree(p, shape, false))
       return true;
-    // It fits in the free GPUs but for the headroom kept for debug jobs. A reservation there
-    // would be due at once and keep those GPUs from debug jobs too, idle until other work ends;
-    // it starts when more GPUs come free.
-    if (!HeadroomAllows(j) && cs_.Find(shape, false, j.funded())) {
-      fc.Add(shape);
-      Note(p, Reason{ReasonCode::kWaitHeadroom, {}, {}, j.gpus.value(), cs_.total_free()});
-      return false;
-    }
     if (TryReserve(p, shape)) return true;
     fc.Add(shape);
   }
