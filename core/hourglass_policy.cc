@@ -362,7 +362,9 @@ void Cycle::PlaceFunded() {
   }
   for (const PendingJob& p : s_.pending_funded)
     if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
-  std::vector<int64_t> left(nb, 0), later(nb, 0);  // jobs for this walk, for the second one
+  // Jobs per subtree for the first walk, and per leaf its long work held for the second walk
+  // (only with quick_first: the first serves quick jobs alone).
+  std::vector<int64_t> left(nb, 0), later(nb, 0);
   std::vector<size_t> cursor(nb, 0);
   // Per leaf: the large job its later non-quick jobs wait behind (cfg_.large_job_gpus).
   std::vector<const JobSpec*> held_by(nb, nullptr);
