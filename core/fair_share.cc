@@ -66,4 +66,9 @@ bool FairShare::MayPreempt(BudgetId preemptor, double gpus, BudgetId victim,
   return KeyWith(p, gpus) <= KeyWith(v, -victim_gpus);
 }
 
+bool FairShare::VictimSideOverShare(BudgetId preemptor, BudgetId victim) const {
+  if (preemptor == victim) return false;
+  return Key(Divergence(preemptor, victim).second) >= 1.0;
+}
+
 }  // namespace hg

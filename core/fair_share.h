@@ -43,10 +43,14 @@ class FairShare {
 
   // May a job of `preemptor` (needing `gpus`) preempt `victim_gpus` of a job of `victim`? Only if
   // the preemptor's side is below its share (its key under preempt_below) and further below it
-  // than the victim's side, and
-  // stays so after the move: the victim's budget is never left below the preemptor's (no
-  // ping-pong). Same leaf: never.
+  // than the victim's side, and stays so after the move: the victim's budget is never left below
+  // the preemptor's (no ping-pong). Same leaf: never.
   bool MayPreempt(BudgetId preemptor, double gpus, BudgetId victim, double victim_gpus) const;
+
+  // The looser rule for debug jobs under PolicyConfig::quick_first: is the victim's side (below
+  // the two budgets' common ancestor) at or over its share, whatever the preemptor's key? Same
+  // leaf: never.
+  bool VictimSideOverShare(BudgetId preemptor, BudgetId victim) const;
 
  private:
   static size_t Index(BudgetId b) { return static_cast<size_t>(b.value()); }

@@ -175,6 +175,24 @@ TEST_F(FairShareTest, MayPreemptOnlyWhenFurtherBelowThanPreemptBelow) {
   EXPECT_FALSE(Make(Seconds(0), 0.2).MayPreempt(Id("a"), 1, Id("b"), 1));
 }
 
+TEST_F(FairShareTest, VictimSideOverShareLooksAtTheVictimsSideOnly) {
+  // a is over its share, so it may not preempt by the usual rule; b is over too, q1 is under.
+  // The sides are those below the common ancestor: for p1 against q1, P and Q.
+  History("a", 6000, 2000);
+  History("b", 3000, 2000);
+  History("p1", 500, 2000);
+  History("q1", 500, 2000);
+  History("p2", 8000, 2000);
+  const FairShare fs = Make(Seconds(0));
+  EXPECT_FALSE(fs.MayPreempt(Id("a"), 1, Id("b"), 1));
+  EXPECT_TRUE(fs.VictimSideOverShare(Id("a"), Id("b")));
+  EXPECT_FALSE(fs.VictimSideOverShare(Id("a"), Id("q1")));  // Q is under its share
+  EXPECT_TRUE(fs.VictimSideOverShare(Id("a"), Id("p1")));   // P (8,500 of 4,000) is over
+  EXPECT_TRUE(fs.VictimSideOverShare(Id("q1"), Id("p1")));
+  EXPECT_FALSE(fs.VictimSideOverShare(Id("p2"), Id("p1")));  // p1 itself is under
+  EXPECT_FALSE(fs.VictimSideOverShare(Id("a"), Id("a")));    // never its own leaf
+}
+
 TEST_F(FairShareTest, MayPreemptNotWhenTheMoveWouldLeaveTheVictimBelow) {
   // a is slightly below, b slightly above; moving one GPU from b to a would flip them, and the
   // next cycle would move it back: ping-pong.

@@ -241,9 +241,8 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (s_.now < r.protected_until()) return false;  // the contract
     if (holder && r.backfilled) return true;
     if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) return true;
-    if (!cfg_.quick_first || !IsQuick(j) || IsQuick(*r.spec) || r.spec->budget == j.budget)
-      return false;
-    return fs_->Key(fs_->Divergence(j.budget, r.spec->budget).second) >= 1.0;
+    return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
+           fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
                              MayUseReserved(j), may_leave_);
@@ -362,8 +361,8 @@ void Cycle::PlaceFunded() {
   }
   for (const PendingJob& p : s_.pending_funded)
     if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
-  // Jobs per subtree for the first walk, and per leaf its long work held for the second walk
-  // (only with quick_first: the first serves quick jobs alone).
+  // Jobs per subtree for the first walk, and its long work held for the second walk (only with
+  // quick_first: the first serves quick jobs alone).
   std::vector<int64_t> left(nb, 0), later(nb, 0);
   std::vector<size_t> cursor(nb, 0);
   // Per leaf: the large job its later non-quick jobs wait behind (cfg_.large_job_gpus).
@@ -389,15 +388,16 @@ void Cycle::PlaceFunded() {
       std::stable_sort(quick_end, q.end(), by_priority);
     }
     // With quick_first, the first walk sees only the leaf's quick jobs (its queue's head).
-    if (cfg_.quick_first) later[b] = q.end() - quick_end;
-    left[b] += static_cast<int64_t>(q.size()) - later[b];
-    left[Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))))] += left[b];
+    const int64_t held = cfg_.quick_first ? q.end() - quick_end : 0;
+    later[b] += held;
+    left[b] += static_cast<int64_t>(q.size()) - held;
+    const size_t parent = Ix(tree_.parent(BudgetId(static_cast<int32_t>(b))));
+    left[parent] += left[b];
+    later[parent] += later[b];
   }
   Walk(queue, left, cursor, held_by);
   if (!cfg_.quick_first) return;
-  for (size_t x = 1; x < nb; ++x)
-    for (BudgetId c(static_cast<int32_t>(x)); c.value() >= 0 && later[x] > 0; c = tree_.parent(c))
-      left[Ix(c)] += later[x];
+  for (size_t b = 0; b < nb; ++b) left[b] += later[b];
   Walk(queue, left, cursor, held_by);
 }
 
