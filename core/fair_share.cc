@@ -71,4 +71,10 @@ bool FairShare::VictimSideOverShare(BudgetId preemptor, BudgetId victim) const {
   return Key(Divergence(preemptor, victim).second) >= 1.0;
 }
 
+bool FairShare::ServedNoBetter(BudgetId holder, BudgetId victim) const {
+  if (holder == victim) return false;
+  const auto [h, v] = Divergence(holder, victim);
+  return Key(h) <= Key(v);
+}
+
 }  // namespace hg

@@ -52,6 +52,11 @@ class FairShare {
   // leaf: never.
   bool VictimSideOverShare(BudgetId preemptor, BudgetId victim) const;
 
+  // The rule for a reservation's holder and work that backfilled a reservation: is the holder's
+  // side (below the common ancestor) served no better than the victim's, by key, as things stand?
+  // Looser than MayPreempt, which also weighs the GPUs moved. Same leaf: never.
+  bool ServedNoBetter(BudgetId holder, BudgetId victim) const;
+
  private:
   static size_t Index(BudgetId b) { return static_cast<size_t>(b.value()); }
 

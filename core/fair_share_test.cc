@@ -193,6 +193,29 @@ TEST_F(FairShareTest, VictimSideOverShareLooksAtTheVictimsSideOnly) {
   EXPECT_FALSE(fs.VictimSideOverShare(Id("a"), Id("a")));    // never its own leaf
 }
 
+TEST_F(FairShareTest, ServedNoBetterComparesTheTwoSidesKeysOnly) {
+  // a is slightly below b: it may not preempt b by the usual rule (moving the GPUs would flip
+  // them), but its reservation may stop b's backfilled work; b's may not stop a's.
+  History("a", 1800, 2000);
+  History("b", 2200, 2000);
+  History("p1", 500, 2000);
+  History("p2", 8000, 2000);
+  History("q1", 900, 2000);
+  alloc_[Ix("b")] = 1;
+  owed_now_[Ix("a")] = 1;
+  owed_now_[Ix("b")] = 1;
+  const FairShare fs = Make(Seconds(3600));
+  EXPECT_FALSE(fs.MayPreempt(Id("a"), 1, Id("b"), 1));
+  EXPECT_TRUE(fs.ServedNoBetter(Id("a"), Id("b")));
+  EXPECT_FALSE(fs.ServedNoBetter(Id("b"), Id("a")));
+  // The sides are those below the common ancestor: p1 (500 of 2,000) is further below than q1
+  // (900 of 2,000), but its side P (8,500 of 4,000) is far over, Q under.
+  EXPECT_FALSE(fs.ServedNoBetter(Id("p1"), Id("q1")));
+  EXPECT_TRUE(fs.ServedNoBetter(Id("q1"), Id("p1")));
+  EXPECT_TRUE(fs.ServedNoBetter(Id("p1"), Id("p2")));
+  EXPECT_FALSE(fs.ServedNoBetter(Id("a"), Id("a")));  // never its own leaf
+}
+
 TEST_F(FairShareTest, MayPreemptNotWhenTheMoveWouldLeaveTheVictimBelow) {
   // a is slightly below, b slightly above; moving one GPU from b to a would flip them, and the
   // next cycle would move it back: ping-pong.

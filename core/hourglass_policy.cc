@@ -85,7 +85,6 @@ class Cycle {
   int preempt_attempts_ = 0;
   int64_t alloc_moves_ = 0;  // calls of AddAlloc so far
   int max_plans_ = kMaxPreemptPlans;
-  std::optional<JobId> reservation_holder_;
   bool any_limit_ = false;  // some budget has a GPU limit
 };
 
@@ -233,13 +232,20 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
   if (++preempt_attempts_ > max_plans_) return false;
   const JobSpec& j = *p.spec;
-  const bool holder = reservation_holder_ && *reservation_holder_ == j.id;
+  // The reservation goes to the first job in fair-share order that can neither start nor
+  // preempt: while none is held, this job is that one. It may stop work that started on reserved
+  // GPUs (backfill) once that work is past its protection, if the work's budget is served at
+  // least as well as its own: the work was let in only because it would be preemptible for the
+  // reservation by then, and TryReserve counts on it. Waiting for it to end instead would leave
+  // the reservation due, its GPUs held, until it did. Never for a budget further above its share
+  // than the work's (that would be ping-pong), nor within a budget (churn).
+  const bool holder = reservations_ < cfg_.max_reservations;
   const double g = j.gpus.value();
   auto eligible = [&](size_t i) {
     const RunningJob& r = s_.running[i];
     if (!r.spec->funded()) return true;
     if (s_.now < r.protected_until()) return false;  // the contract
-    if (holder && r.backfilled) return true;
+    if (holder && r.backfilled && fs_->ServedNoBetter(j.budget, r.spec->budget)) return true;
     if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
@@ -284,7 +290,8 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.stop_at);
       } else if (!r.spec->funded()) {
         t = s_.now;
-      } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) || r.backfilled) {
+      } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) ||
+                 (r.backfilled && fs_->ServedNoBetter(j.budget, r.spec->budget))) {
         t = std::max(s_.now, r.protected_until());
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
@@ -302,7 +309,6 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   cs_.Reserve(plan.slices);
   ++reservations_;
   reservation_due_ = std::min(reservation_due_, plan.due);
-  reservation_holder_ = j.id;
   out_.reservations.push_back(ReservationDecision{j.id, plan.due, plan.slices});
   Note(p, Reason{ReasonCode::kWaitReservation, {}, {}, plan.due.value(), 0}, plan.due);
   return true;

@@ -598,6 +598,43 @@ TEST(HourglassPolicy, OnlyJobsPreemptibleBeforeTheReservationIsDueMayUseItsGpus)
   EXPECT_EQ(d.starts.size(), 1u);
 }
 
+// Work let onto a reservation's GPUs (backfill) was let in because it would be preemptible for
+// the reservation by the time it is due. Once it is, the blocked job stops it, even where fair
+// share alone would not (a is below b but would end above it: no ping-pong), instead of holding
+// the reservation, due now, until the work ends by itself. Not when the blocked job's budget is
+// served better than the work's: that would be ping-pong.
+TEST(HourglassPolicy, WorkThatBackfilledAReservationIsPreemptedForItOncePastItsProtection) {
+  struct Case {
+    bool backfilled;
+    double a_delivered_rate;  // GPUs over two days; b had 2, and each was owed 4
+    bool stopped;
+  };
+  for (const Case c : {Case{true, 4.0, true}, Case{false, 4.0, false}, Case{true, 8.0, false}}) {
+    SCOPED_TRACE(testing::Message() << c.backfilled << " " << c.a_delivered_rate);
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    w.History("a", Days(2), c.a_delivered_rate, 4.0);
+    w.History("b", Days(2), 2.0, 4.0);
+    const JobSpec& v = w.NewJob(8, "b", Minutes(10));
+    w.Run(v, Days(2), {{n0, Gpus(8)}}).backfilled = c.backfilled;
+    const JobSpec& p = w.NewJob(8, "a");
+    w.Pend(p, Days(2));
+    const Decisions d = w.Cycle(Days(2) + Hours(1));
+    const StopDecision* s = StopOf(d, v.id);
+    ASSERT_EQ(s != nullptr, c.stopped);
+    if (!s) {
+      EXPECT_TRUE(d.stops.empty());
+      continue;
+    }
+    EXPECT_EQ(s->reason.code, ReasonCode::kPreemptReservation);
+    EXPECT_EQ(s->for_job, p.id);
+    EXPECT_FALSE(s->violates_contract);
+    const PendingNote* note = NoteFor(d, p.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
+  }
+}
+
 TEST(HourglassPolicy, UnfundedWorkBorrowsReservedGpusOnlyWhileTheReservationIsFarOff) {
   for (Seconds b_max_runtime : {Hours(1), Hours(3)}) {
     GangWorld g(b_max_runtime);
