@@ -280,6 +280,69 @@ TEST(Scheduling, MaxRuntimeEndsTheJobFailed) {
   EXPECT_EQ(c.Job(id)["reason"], "reached its max_runtime");
 }
 
+// A job that starts on GPUs reserved for a larger one (backfill) is stopped for it once its
+// protection has ended and the reservation is due, as in the simulator: the server must tell the
+// policy which running jobs backfilled. Budget big (share 9) is below its share, small (share 1)
+// above it, but not so far that fair share alone would move small's job to big.
+TEST(Scheduling, WorkThatBackfilledAReservationIsPreemptedForIt) {
+  Cluster c;
+  for (const auto& [name, share] : {std::pair{"big", 9.0}, std::pair{"small", 1.0}})
+    ASSERT_EQ(c.h.Post("/v1/budgets", c.h.admin(),
+                       {{"name", name}, {"share", share}, {"members", {"alice"}}})
+                  .status,
+              201);
+  FakeAgent n3(c.h, c.agent, "n3", 1);
+  ASSERT_EQ(n3.Register().status, 200);
+  auto beat_until = [&](const std::function<bool()>& cond) {
+    return c.BeatUntil([&] {
+      n3.Beat();
+      return cond();
+    });
+  };
+  // small holds n3's one GPU throughout, so it is over its share and comes after big.
+  const int64_t s = c.Submit({{"budget", "small"}, {"gpus", 1}, {"command", {"sleep", "1000"}}});
+  ASSERT_TRUE(beat_until([&] { return n3.Runs(s); })) << c.Job(s).dump();
+  // big's first job holds a 4-GPU node for at most 4 s.
+  const int64_t r = c.Submit({{"budget", "big"},
+                              {"gpus", 4},
+                              {"gpus_per_node", 4},
+                              {"max_runtime_s", 4},
+                              {"command", {"x"}}});
+  FakeAgent* r_on = nullptr;
+  ASSERT_TRUE(beat_until([&] {
+    r_on = c.n1->Runs(r) ? c.n1.get() : c.n2->Runs(r) ? c.n2.get() : nullptr;
+    return r_on != nullptr;
+  }));
+  FakeAgent* other = r_on == c.n1.get() ? c.n2.get() : c.n1.get();
+  // big's gang needs both 4-GPU nodes: it reserves them, due when the first job must end.
+  const int64_t p =
+      c.Submit({{"budget", "big"}, {"gpus", 8}, {"gpus_per_node", 4}, {"command", {"train"}}});
+  ASSERT_TRUE(beat_until([&] { return c.Job(p)["reason_code"] == "wait_reservation"; }))
+      << c.Job(p).dump();
+  // small's next job is protected for 1 s, which ends before the reservation is due: it backfills.
+  const int64_t v = c.Submit({{"budget", "small"},
+                              {"gpus", 4},
+                              {"gpus_per_node", 4},
+                              {"min_runtime_s", 1},
+                              {"resumable", true},
+                              {"command", {"sleep", "1000"}}});
+  ASSERT_TRUE(beat_until([&] { return other->Runs(v); })) << c.Job(v).dump();
+  EXPECT_EQ(c.Job(v)["reason_code"], "start_backfill");
+  // The first job reaches its max_runtime and leaves; then the backfilled job is stopped for the
+  // gang, with the reservation as its reason.
+  ASSERT_TRUE(beat_until([&] { return c.Job(r)["state"] == "stopping"; }));
+  r_on->Exit(r, std::nullopt, 15);
+  ASSERT_TRUE(beat_until([&] { return c.Job(v)["state"] == "stopping"; }))
+      << c.Job(v).dump() << "\n"
+      << c.Job(p).dump();
+  const json jv = c.Job(v);
+  EXPECT_EQ(jv["reason_code"], "preempt_reservation") << jv.dump();
+  EXPECT_NE(jv["reason"].get<std::string>().find(std::to_string(p)), std::string::npos) << jv;
+  other->Exit(v, std::nullopt, 15);
+  ASSERT_TRUE(beat_until([&] { return c.Job(p)["state"] == "running"; })) << c.Job(p).dump();
+  EXPECT_EQ(c.Job(v)["state"], "pending");  // resumable: requeued
+}
+
 TEST(Scheduling, LogsAreFetchedFromTheAgentWithItsToken) {
   Harness h;
   const std::string agent = h.Principal("agent1", "agent");

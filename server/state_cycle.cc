@@ -352,6 +352,9 @@ Result<void> State::RunCycle() {
     r.stop_for = j.stop_for;
     r.checkpointed = j.started;
     r.attempt = j.rec.attempts;
+    // Its start reason is kept with the job (the store's reason_code) until it is stopped, so a
+    // job that started on reserved GPUs stays preemptible for the reservation after a restart.
+    r.backfilled = j.rec.reason_code == CodeName(ReasonCode::kStartBackfill);
     run.push_back(std::move(r));
   }
   Snapshot snap;
