@@ -48,6 +48,13 @@ class Cycle {
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
   bool MayUseReserved(const JobSpec& j) const;
+  // Does running job r, which started on reserved GPUs (backfill), give way to `holder`'s
+  // reservation once past its protection? It was let in only because it would be preemptible for
+  // the reservation by then. Not for a budget served better than r's (that would be ping-pong),
+  // nor within a budget (churn). TryReserve counts on the rule, and TryPreempt applies it.
+  bool YieldsToReservation(const JobSpec& holder, const RunningJob& r) const {
+    return r.backfilled && fs_->ServedNoBetter(holder.budget, r.spec->budget);
+  }
   bool HeadroomAllows(const JobSpec& j) const;
   // Asked for every running and pending job in every cycle: the first letter settles almost all
   // of them before a full string comparison.
@@ -233,19 +240,16 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   if (++preempt_attempts_ > max_plans_) return false;
   const JobSpec& j = *p.spec;
   // The reservation goes to the first job in fair-share order that can neither start nor
-  // preempt: while none is held, this job is that one. It may stop work that started on reserved
-  // GPUs (backfill) once that work is past its protection, if the work's budget is served at
-  // least as well as its own: the work was let in only because it would be preemptible for the
-  // reservation by then, and TryReserve counts on it. Waiting for it to end instead would leave
-  // the reservation due, its GPUs held, until it did. Never for a budget further above its share
-  // than the work's (that would be ping-pong), nor within a budget (churn).
+  // preempt: while none is held, this job is that one, and backfilled work yields to it.
+  // Waiting for that work to end instead would leave the reservation due, its GPUs held, until it
+  // did.
   const bool holder = reservations_ < cfg_.max_reservations;
   const double g = j.gpus.value();
   auto eligible = [&](size_t i) {
     const RunningJob& r = s_.running[i];
     if (!r.spec->funded()) return true;
     if (s_.now < r.protected_until()) return false;  // the contract
-    if (holder && r.backfilled && fs_->ServedNoBetter(j.budget, r.spec->budget)) return true;
+    if (holder && YieldsToReservation(j, r)) return true;
     if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
@@ -291,7 +295,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
       } else if (!r.spec->funded()) {
         t = s_.now;
       } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) ||
-                 (r.backfilled && fs_->ServedNoBetter(j.budget, r.spec->budget))) {
+                 YieldsToReservation(j, r)) {
         t = std::max(s_.now, r.protected_until());
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
