@@ -170,6 +170,8 @@ TEST(HourglassPolicy, PreemptBelowKeepsABudgetNotFarEnoughBelowWaitingAndSaysSo)
   World w = Starved(now - Hours(2), 3.0);
   PolicyConfig cfg;
   cfg.preempt_below = 0.4;
+  // a's key: 6 GPU-days delivered over 8 owed plus 4 GPUs owed now counted for a day = 6 / 12.
+  cfg.live_weight = Hours(24);
   const Decisions d = w.Cycle(now, true, cfg);
   EXPECT_TRUE(d.stops.empty());
   EXPECT_TRUE(d.starts.empty());
