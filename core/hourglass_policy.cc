@@ -13,6 +13,7 @@
 #include "core/housekeeping.h"
 #include "core/preemption.h"
 #include "core/reservation_plan.h"
+#include "core/running_index.h"
 
 namespace hg {
 namespace {
@@ -79,14 +80,15 @@ class Cycle {
   ClusterState cs_;
   Decisions out_;
   std::vector<bool> stopping_;
-  std::vector<std::vector<size_t>> on_node_;
+  NodeJobs on_node_;
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
   std::vector<int32_t> may_leave_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
-  std::vector<FailureCache> failed_;               // per leaf budget (+1 slot for unfunded)
-  int64_t required_free_ = 0;                      // headroom still owed to quick jobs
+  std::vector<Release> releases_;     // TryReserve's scratch, reused for every node it asks about
+  std::vector<FailureCache> failed_;  // per leaf budget (+1 slot for unfunded)
+  int64_t required_free_ = 0;         // headroom still owed to quick jobs
   Seconds reservation_due_ = kNever;
   int reservations_ = 0;
   int preempt_attempts_ = 0;
@@ -100,7 +102,7 @@ void Cycle::Setup() {
   for (size_t b = 1; b < nb && !any_limit_; ++b)
     any_limit_ = tree_.limit(BudgetId(static_cast<int32_t>(b))).has_value();
   stopping_.resize(s_.running.size());
-  on_node_.resize(s_.nodes.size());
+  on_node_ = NodeJobs(s_.running, s_.nodes.size());
   may_leave_.assign(s_.nodes.size(), 0);
   std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
   int64_t quick_running = 0;
@@ -108,10 +110,9 @@ void Cycle::Setup() {
     const RunningJob& r = s_.running[i];
     stopping_[i] = r.stopping;
     const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.protected_until());
-    for (const Slice& sl : r.placement) {
-      on_node_[static_cast<size_t>(sl.node.value())].push_back(i);
-      if (may_leave) may_leave_[static_cast<size_t>(sl.node.value())] += sl.gpus.value();
-    }
+    if (may_leave)
+      for (const Slice& sl : r.placement)
+        may_leave_[static_cast<size_t>(sl.node.value())] += sl.gpus.value();
     if (IsQuick(*r.spec)) quick_running += r.gpus().value();
     if (r.stopping && r.stop_for.value() != 0) {
       auto& t = waiting_on_victims_[r.stop_for.value()];
@@ -286,7 +287,8 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
     const NodeId id(static_cast<int32_t>(n));
     if (!cs_.ready(id)) return kNever;
     if (cs_.free(id) >= shape.per_node) return s_.now;  // no need to list its releases
-    std::vector<Release> rel;
+    std::vector<Release>& rel = releases_;
+    rel.clear();
     for (size_t i : on_node_[n]) {
       const RunningJob& r = s_.running[i];
       Seconds t = kNever;

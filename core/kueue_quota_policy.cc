@@ -39,7 +39,7 @@ Decisions KueueQuotaPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
   RunningIndex ix = IndexRunning(snap);
   std::vector<bool>& stopping = ix.stopping;
-  const std::vector<std::vector<size_t>>& on_node = ix.on_node;
+  const NodeJobs& on_node = ix.on_node;
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   // min_runtime is the protection the site configures: drains wait for it too.
   Housekeeping(snap, HousekeepingOptions{true}, stopping, out);

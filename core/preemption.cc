@@ -27,7 +27,7 @@ struct NodeCost {
 
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
-    const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
+    const NodeJobs& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
     std::span<const int32_t> may_leave) {
   const int32_t g = shape.per_node;

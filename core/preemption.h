@@ -11,6 +11,7 @@
 
 #include "core/cluster_state.h"
 #include "core/model.h"
+#include "core/running_index.h"
 
 namespace hg {
 
@@ -29,7 +30,7 @@ double LostWork(const RunningJob& r, Seconds now);
 // even so are passed over without asking `eligible` about their jobs.
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
-    const std::vector<std::vector<size_t>>& on_node, const std::vector<bool>& stopping,
+    const NodeJobs& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
     std::span<const int32_t> may_leave = {});
 

@@ -50,10 +50,7 @@ struct World {
                                      std::vector<bool> stopping = {}, bool may_use_reserved = false,
                                      const ClusterState* cs_in = nullptr,
                                      std::span<const int32_t> may_leave = {}) const {
-    std::vector<std::vector<size_t>> on_node(nodes.size());
-    for (size_t i = 0; i < running.size(); ++i)
-      for (const Slice& sl : running[i].placement)
-        on_node[static_cast<size_t>(sl.node.value())].push_back(i);
+    const NodeJobs on_node(running, nodes.size());
     if (stopping.empty()) stopping.assign(running.size(), false);
     if (!eligible) eligible = [](size_t) { return true; };
     const ClusterState cs(nodes, running);

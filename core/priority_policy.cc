@@ -16,7 +16,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
   RunningIndex ix = IndexRunning(snap);
   std::vector<bool>& stopping = ix.stopping;
-  const std::vector<std::vector<size_t>>& on_node = ix.on_node;
+  const NodeJobs& on_node = ix.on_node;
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);

@@ -56,7 +56,7 @@ Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
   RunningIndex ix = IndexRunning(snap);
   std::vector<bool>& stopping = ix.stopping;
-  const std::vector<std::vector<size_t>>& on_node = ix.on_node;
+  const NodeJobs& on_node = ix.on_node;
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   // PreemptExemptTime = min_runtime: drains wait for funded jobs' protection too.
   Housekeeping(snap, HousekeepingOptions{true}, stopping, out);
