@@ -57,6 +57,7 @@ class Cycle {
     return r.backfilled && fs_->ServedNoBetter(holder.budget, r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
+  const std::vector<int32_t>& CouldHost(int32_t g);
   // Asked for every running and pending job in every cycle: the first letter settles almost all
   // of them before a full string comparison.
   bool IsQuick(const JobSpec& j) const {
@@ -86,7 +87,10 @@ class Cycle {
   std::vector<int32_t> may_leave_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
-  std::vector<Release> releases_;     // TryReserve's scratch, reused for every node it asks about
+  std::vector<Release> releases_;  // TryReserve's scratch, reused for every node it asks about
+  // Per slice size g, the nodes whose free GPUs plus may_leave_ reached g when first asked: no
+  // other node can host such a slice later in the cycle, as free GPUs only go down within it.
+  std::vector<std::optional<std::vector<int32_t>>> could_host_;
   std::vector<FailureCache> failed_;  // per leaf budget (+1 slot for unfunded)
   int64_t required_free_ = 0;         // headroom still owed to quick jobs
   Seconds reservation_due_ = kNever;
@@ -236,6 +240,19 @@ bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headro
   return false;
 }
 
+const std::vector<int32_t>& Cycle::CouldHost(int32_t g) {
+  const auto i = static_cast<size_t>(g);
+  if (could_host_.size() <= i) could_host_.resize(i + 1);
+  if (!could_host_[i]) {
+    std::vector<int32_t>& nodes = could_host_[i].emplace();
+    for (size_t n = 0; n < cs_.size(); ++n) {
+      const NodeId id(static_cast<int32_t>(n));
+      if (cs_.ready(id) && cs_.free(id) + may_leave_[n] >= g) nodes.push_back(id.value());
+    }
+  }
+  return *could_host_[i];
+}
+
 bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
   if (++preempt_attempts_ > max_plans_) return false;
@@ -255,8 +272,11 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
+  // Every slice but an uneven gang's last is shape.per_node GPUs: no node to host one, no plan.
+  const std::vector<int32_t>& visit = CouldHost(shape.per_node);
+  if (visit.empty()) return false;
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                             MayUseReserved(j), may_leave_);
+                             MayUseReserved(j), may_leave_, visit);
   if (!plan || plan->victims.empty()) return false;
   Seconds latest = s_.now;
   for (size_t v : plan->victims) {

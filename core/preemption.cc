@@ -29,7 +29,7 @@ std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
-    std::span<const int32_t> may_leave) {
+    std::span<const int32_t> may_leave, std::span<const int32_t> visit) {
   const int32_t g = shape.per_node;
   // Cost for each node of making `need` GPUs available there. Victims are listed only for the
   // nodes a plan ends up using; scratch space is reused: this runs for every node.
@@ -104,8 +104,13 @@ std::optional<PreemptionPlan> PlanPreemption(
     return nc;
   };
 
-  std::vector<NodeCost> costs(cs.size());
-  for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr);
+  std::vector<NodeCost> costs(cs.size());  // infeasible unless computed
+  if (visit.empty()) {
+    for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr);
+  } else {
+    for (int32_t n : visit)
+      costs[static_cast<size_t>(n)] = node_cost(static_cast<size_t>(n), g, nullptr);
+  }
 
   auto finish = [&](std::vector<size_t> nodes) -> std::optional<PreemptionPlan> {
     PreemptionPlan plan;

@@ -27,11 +27,14 @@ double LostWork(const RunningJob& r, Seconds now);
 // running jobs may be preempted for this job; `stopping[i]` marks jobs already leaving.
 // `may_leave[n]`, when given, bounds from above the GPUs on node n that `eligible` could free
 // (say, those of jobs not protected by their contract): nodes that cannot reach the job's need
-// even so are passed over without asking `eligible` about their jobs.
+// even so are passed over without asking `eligible` about their jobs. `visit`, when given, lists
+// the only nodes that could take a `shape.per_node` slice (the caller knows every other one
+// cannot), so the plan need not look at the rest; an uneven gang's smaller last slice is still
+// sought on every node.
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
-    std::span<const int32_t> may_leave = {});
+    std::span<const int32_t> may_leave = {}, std::span<const int32_t> visit = {});
 
 }  // namespace hg

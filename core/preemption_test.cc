@@ -49,13 +49,14 @@ struct World {
                                      std::function<bool(size_t)> eligible = nullptr,
                                      std::vector<bool> stopping = {}, bool may_use_reserved = false,
                                      const ClusterState* cs_in = nullptr,
-                                     std::span<const int32_t> may_leave = {}) const {
+                                     std::span<const int32_t> may_leave = {},
+                                     std::span<const int32_t> visit = {}) const {
     const NodeJobs on_node(running, nodes.size());
     if (stopping.empty()) stopping.assign(running.size(), false);
     if (!eligible) eligible = [](size_t) { return true; };
     const ClusterState cs(nodes, running);
     return PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
-                          eligible, kNow, may_use_reserved, may_leave);
+                          eligible, kNow, may_use_reserved, may_leave, visit);
   }
 };
 
@@ -297,6 +298,39 @@ TEST(PlanPreemption, NodesBelowTheMayLeaveBoundAreNotAskedAbout) {
   const std::vector<int32_t> none = {0, 0, 0};
   EXPECT_FALSE(w.Plan(Shape{8, 1, 0}, 8, eligible, {}, false, nullptr, none).has_value());
   EXPECT_TRUE(asked.empty());
+}
+
+// The caller may list the nodes worth a look (a superset of those that could host a full
+// slice); the plan looks at no other node's jobs for them, but seeks an uneven gang's smaller
+// last slice anywhere.
+TEST(PlanPreemption, OnlyTheListedNodesAreLookedAtForFullSlices) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const NodeId c = w.AddNode(8);
+  const size_t on_a = w.Run({{a, Gpus(8)}}, false, Seconds(10));  // the cheapest victim
+  const size_t on_b = w.Run({{b, Gpus(8)}}, false, Seconds(500));
+  w.Run({{c, Gpus(4)}}, false, Seconds(900));  // c: 4 free
+  std::set<size_t> asked;
+  auto eligible = [&](size_t i) {
+    asked.insert(i);
+    return true;
+  };
+  const std::vector<int32_t> only_b = {1};
+  auto plan = w.Plan(Shape{8, 1, 0}, 8, eligible, {}, false, nullptr, {}, only_b);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{on_b}));
+  EXPECT_EQ(asked, (std::set<size_t>{on_b}));
+  // Unlisted, a would have been chosen.
+  auto anywhere = w.Plan(Shape{8, 1, 0}, 8, eligible);
+  ASSERT_TRUE(anywhere.has_value());
+  EXPECT_EQ(anywhere->victims, (std::vector<size_t>{on_a}));
+  // 12 GPUs: the full slice on b (listed), the last 4 on c's free GPUs (not listed), no victim
+  // there.
+  auto uneven = w.Plan(Shape{8, 1, 4}, 12, eligible, {}, false, nullptr, {}, only_b);
+  ASSERT_TRUE(uneven.has_value());
+  EXPECT_EQ(uneven->victims, (std::vector<size_t>{on_b}));
+  EXPECT_EQ(NodesOf(*uneven), (std::set<int32_t>{b.value(), c.value()}));
 }
 
 }  // namespace
