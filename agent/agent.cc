@@ -386,6 +386,9 @@ void Agent::Step() {
       ++it;
     }
   }
+  // Published before the heartbeat too: once the server has an exit, Running() no longer lists
+  // the job (a test saw the exit at the server while the old snapshot still held the job).
+  PublishSnapshot();
   health_.Tick();
   const int64_t now = clock_.MonotonicMs();
   if (!registered_ && now >= next_register_ms_) Register();
