@@ -74,6 +74,26 @@ TEST_F(Determinism, ShortScenarioIsBusyEnoughToMatter) {
   EXPECT_NE(RenderJson({(*first_)[0]}), RenderJson({(*first_)[1]}));
 }
 
+// Not a determinism property, but these busy runs are at hand: the entitlement gap is what went
+// to leaves beyond what they were owed plus owed time funded work did not hold. The two differ
+// only at instants where funded work on draining nodes held more than was owed (clamped to zero),
+// and these runs have drains.
+TEST_F(Determinism, EntitlementGapIsOverDeliveredPlusUndelivered) {
+  for (const SimResult& r : *first_) {
+    const Measures m = Compute(r);
+    ASSERT_TRUE(m.entitlement_delivered.has_value()) << r.policy;
+    const double gap = (1.0 - *m.entitlement_delivered) * m.owed_gpu_hours;
+    const double parts = m.over_delivered_gpu_hours + m.undelivered.total();
+    EXPECT_GT(parts, 0.0) << r.policy;
+    EXPECT_GE(parts, gap - 1e-6) << r.policy;  // the clamp only ever adds
+    EXPECT_NEAR(parts, gap, 0.005 * m.owed_gpu_hours) << r.policy;
+    const Undelivered& u = r.undelivered;
+    for (double x : {u.unfunded_alone, u.unfunded_beside_funded, u.idle, u.waiting})
+      EXPECT_GE(x, 0.0) << r.policy;
+    EXPECT_NEAR(u.at_capacity_hours + u.below_capacity_hours, 48.0, 1e-6) << r.policy;
+  }
+}
+
 TEST_F(Determinism, SameScenarioTwiceGivesIdenticalJsonAndTable) {
   const std::vector<SimResult> second = RunAll(ShortLabMonth(1), kPolicies);
   ASSERT_EQ(second.size(), kPolicies.size());

@@ -97,6 +97,8 @@ class Engine {
     cycle_scheduled_ = true;
   }
   void Account(Seconds to);
+  void AccountUndelivered(double gap, double seconds);
+  int64_t AloneOf(size_t n) const;
   PreemptionRecord RecordFor(const JobSpec& s, StopCause cause) const {
     PreemptionRecord pr;
     pr.at = now_;
@@ -146,12 +148,17 @@ class Engine {
 
   // Rates that hold since the last accounting point.
   int64_t capacity_ = 0, alloc_ready_ = 0, unfunded_ready_ = 0;
+  // Unfunded GPUs on ready nodes that hold no funded work: GPUs a waiting funded job could have
+  // by preemption alone, if its shape fits them.
+  int64_t unfunded_alone_ = 0;
+  double owed_sum_ = 0, demand_sum_ = 0;  // over leaves, as of the last WaterFill
   std::vector<double> leaf_alloc_, demand_, owed_now_;
   bool owed_dirty_ = true;
   Seconds last_{0};
   std::vector<double> delivered_total_, owed_total_;  // GPU-seconds per budget
   double cap_acc_ = 0, alloc_acc_ = 0, unf_acc_ = 0;  // GPU-seconds, whole run
   double cap_hour_ = 0, alloc_hour_ = 0, unf_hour_ = 0;
+  Undelivered undelivered_;  // GPU-seconds until the end, then GPU-hours
 
   SimResult result_;
 };
@@ -162,6 +169,12 @@ void Engine::Account(Seconds to) {
   if (owed_dirty_) {
     owed_now_ = WaterFill(tree_, demand_, static_cast<double>(capacity_));
     owed_dirty_ = false;
+    owed_sum_ = demand_sum_ = 0;
+    for (size_t b = 1; b < owed_now_.size(); ++b) {
+      if (!tree_.is_leaf(BudgetId(static_cast<int32_t>(b)))) continue;
+      owed_sum_ += owed_now_[b];
+      demand_sum_ += demand_[b];
+    }
   }
   const auto d = static_cast<double>(dt);
   cap_acc_ += static_cast<double>(capacity_) * d;
@@ -170,9 +183,11 @@ void Engine::Account(Seconds to) {
   cap_hour_ += static_cast<double>(capacity_) * d;
   alloc_hour_ += static_cast<double>(alloc_ready_) * d;
   unf_hour_ += static_cast<double>(unfunded_ready_) * d;
+  double funded = 0;
   for (size_t b = 1; b < leaf_alloc_.size(); ++b) {
     const BudgetId id(static_cast<int32_t>(b));
     if (!tree_.is_leaf(id)) continue;
+    funded += leaf_alloc_[b];
     if (leaf_alloc_[b] > 0) {
       delivered_.Charge(id, last_, to, leaf_alloc_[b]);
       delivered_total_[b] += leaf_alloc_[b] * d;
@@ -182,7 +197,37 @@ void Engine::Account(Seconds to) {
       owed_total_[b] += owed_now_[b] * d;
     }
   }
+  AccountUndelivered(owed_sum_ - funded, d);
   last_ = to;
+}
+
+void Engine::AccountUndelivered(double gap, double d) {
+  const auto cap = static_cast<double>(capacity_);
+  const bool full = demand_sum_ >= cap;
+  (full ? undelivered_.at_capacity_hours : undelivered_.below_capacity_hours) += d;
+  // Funded jobs on draining nodes hold GPUs outside the capacity, so they can push the
+  // difference below zero; owed time they cover is delivered, nothing more to explain.
+  if (gap <= 0) return;
+  if (!full) {  // every GPU asked for was owed: what was not held, waited
+    undelivered_.waiting += gap * d;
+    return;
+  }
+  // At most every ready GPU was owed (less with budget limits), so the difference is at most the
+  // ready GPUs funded work did not hold: unfunded or idle. Each part is scaled by the same factor
+  // to sum to the difference.
+  const auto alone = static_cast<double>(unfunded_alone_);
+  const auto beside = static_cast<double>(unfunded_ready_ - unfunded_alone_);
+  const double idle = cap - static_cast<double>(alloc_ready_);
+  const double parts = alone + beside + idle;
+  const double f = parts > 0 ? std::min(1.0, gap / parts) : 0.0;
+  undelivered_.unfunded_alone += alone * f * d;
+  undelivered_.unfunded_beside_funded += beside * f * d;
+  undelivered_.idle += idle * f * d;
+}
+
+int64_t Engine::AloneOf(size_t n) const {
+  const NodeRt& x = node_rt_[n];
+  return nodes_[n].state == NodeState::kReady && x.used == x.unfunded ? x.unfunded : 0;
 }
 
 void Engine::AddPending(int32_t j) {
@@ -234,6 +279,7 @@ void Engine::Compact(std::vector<PendingJob>& v, size_t& holes) {
 void Engine::SetNodeState(size_t n, NodeState to) {
   Node& node = nodes_[n];
   const bool was = node.state == NodeState::kReady, is = to == NodeState::kReady;
+  unfunded_alone_ -= AloneOf(n);
   if (was && !is) {
     capacity_ -= node.gpus.value();
     alloc_ready_ -= node_rt_[n].used;
@@ -249,6 +295,7 @@ void Engine::SetNodeState(size_t n, NodeState to) {
     node.drain_deadline.reset();
     node_rt_[n].repair_pending = false;
   }
+  unfunded_alone_ += AloneOf(n);
   owed_dirty_ = true;
 }
 
@@ -273,8 +320,10 @@ void Engine::StartJob(const StartDecision& d) {
     const auto n = static_cast<size_t>(sl.node.value());
     assert(nodes_[n].state == NodeState::kReady);
     assert(node_rt_[n].used + sl.gpus.value() <= nodes_[n].gpus.value());
+    unfunded_alone_ -= AloneOf(n);
     node_rt_[n].used += sl.gpus.value();
     if (!s.funded()) node_rt_[n].unfunded += sl.gpus.value();
+    unfunded_alone_ += AloneOf(n);
     alloc_ready_ += sl.gpus.value();
     if (!s.funded()) unfunded_ready_ += sl.gpus.value();
     total += sl.gpus.value();
@@ -342,8 +391,10 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
   RunningJob& r = running_[idx];
   for (const Slice& sl : r.placement) {
     const auto n = static_cast<size_t>(sl.node.value());
+    unfunded_alone_ -= AloneOf(n);
     node_rt_[n].used -= sl.gpus.value();
     if (!s.funded()) node_rt_[n].unfunded -= sl.gpus.value();
+    unfunded_alone_ += AloneOf(n);
     if (nodes_[n].state == NodeState::kReady) {
       alloc_ready_ -= sl.gpus.value();
       if (!s.funded()) unfunded_ready_ -= sl.gpus.value();
@@ -595,6 +646,11 @@ SimResult Engine::Run() {
   result_.capacity_gpu_hours = cap_acc_ / 3600.0;
   result_.allocated_gpu_hours = alloc_acc_ / 3600.0;
   result_.unfunded_gpu_hours = unf_acc_ / 3600.0;
+  Undelivered& u = result_.undelivered;
+  u = undelivered_;
+  for (double* x : {&u.at_capacity_hours, &u.below_capacity_hours, &u.unfunded_alone,
+                    &u.unfunded_beside_funded, &u.idle, &u.waiting})
+    *x /= 3600.0;
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobRt& rt = jobs_[i];
     JobRecord rec;

@@ -65,6 +65,76 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
   EXPECT_TRUE(saw_start);
 }
 
+// Owed GPU time that funded work did not hold is split by where the GPUs went. Job 1 (funded, 8
+// GPUs) and a 16-GPU gang of the same budget wait beside an unfunded job: the gang can neither
+// fit, nor preempt its own budget's job, nor reserve (that job has no known end), so the
+// unfunded job runs alone on the other node for its two hours while every GPU is owed to the
+// budget, and that node then stands idle for an hour.
+TEST(Engine, UndeliveredOwedTimeIsSplitByWhereTheGpusWent) {
+  Scenario sc;
+  sc.name = "tiny";
+  sc.end = Hours(6);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}, NodeSpec{"n1", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  SimJob gang = Job(2, 0, 16, "team", 3600);
+  gang.spec.gpus_per_node = Gpus(8);
+  sc.jobs = {Job(1, 0, 8, "team", 3 * 3600), gang, Job(3, 0, 8, "", 2 * 3600)};
+  auto policy = MakePolicy("hourglass", SimOptions{}.policy);
+  ASSERT_TRUE(policy.has_value());
+  auto r = Simulate(sc, **policy, SimOptions{});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->jobs[1].waits.size(), 1u);
+  const double gang_wait_h = 3.0;
+  ASSERT_EQ(r->jobs[1].waits[0], Hours(3));  // it waited for job 1 to end
+  const Undelivered& u = r->undelivered;
+  // 24 GPUs asked for on 16 until the gang started, then 16; nothing after it ended.
+  EXPECT_NEAR(u.at_capacity_hours, gang_wait_h + 1.0, 1e-9);
+  EXPECT_NEAR(u.below_capacity_hours, 6.0 - gang_wait_h - 1.0, 1e-9);
+  // Owed 16, held 8 for three hours: the other 8 ran unfunded work alone, then stood idle.
+  EXPECT_NEAR(u.unfunded_alone, 8 * 2.0, 1e-9);
+  EXPECT_NEAR(u.idle, 8 * 1.0, 1e-9);
+  EXPECT_DOUBLE_EQ(u.unfunded_beside_funded, 0.0);
+  EXPECT_DOUBLE_EQ(u.waiting, 0.0);
+  EXPECT_NEAR(u.total(), 24.0, 1e-9);
+}
+
+// The two other places owed time goes. Beside funded work: on one node, an 8-GPU job waits for
+// its own budget's 4-GPU job, and preempting the unfunded job beside it would not make room.
+// Waiting: funded demand (15 GPUs) is below the 16 GPUs, but the 3-GPU job fits on neither node
+// beside the two 6-GPU jobs, so every GPU it asks for is owed and not held.
+TEST(Engine, UndeliveredOwedTimeBesideFundedWorkAndWhileDemandIsBelowCapacity) {
+  auto run = [](std::vector<NodeSpec> nodes, std::vector<SimJob> jobs) {
+    Scenario sc;
+    sc.name = "tiny";
+    sc.end = Hours(4);
+    sc.nodes = std::move(nodes);
+    sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+    sc.jobs = std::move(jobs);
+    auto policy = MakePolicy("hourglass", SimOptions{}.policy);
+    EXPECT_TRUE(policy.has_value());
+    auto r = Simulate(sc, **policy, SimOptions{});
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    return std::move(*r);
+  };
+  const SimResult beside =
+      run({NodeSpec{"n0", 8, "b0", 0}},
+          {Job(1, 0, 4, "team", 2 * 3600), Job(2, 0, 4, "", 2 * 3600), Job(3, 0, 8, "team", 3600)});
+  ASSERT_EQ(beside.jobs[2].waits.size(), 1u);
+  EXPECT_EQ(beside.jobs[2].waits[0], Hours(2));
+  EXPECT_NEAR(beside.undelivered.unfunded_beside_funded, 4 * 2.0, 1e-9);
+  EXPECT_NEAR(beside.undelivered.total(), 4 * 2.0, 1e-9);
+  EXPECT_NEAR(beside.undelivered.at_capacity_hours, 3.0, 1e-9);
+
+  const SimResult waiting = run(
+      {NodeSpec{"n0", 8, "b0", 0}, NodeSpec{"n1", 8, "b0", 0}},
+      {Job(1, 0, 6, "team", 2 * 3600), Job(2, 0, 6, "team", 2 * 3600), Job(3, 0, 3, "team", 3600)});
+  ASSERT_EQ(waiting.jobs[2].waits.size(), 1u);
+  EXPECT_EQ(waiting.jobs[2].waits[0], Hours(2));
+  EXPECT_NEAR(waiting.undelivered.waiting, 3 * 2.0, 1e-9);
+  EXPECT_NEAR(waiting.undelivered.total(), 3 * 2.0, 1e-9);
+  EXPECT_DOUBLE_EQ(waiting.undelivered.at_capacity_hours, 0.0);
+}
+
 // A scenario that names a budget the tree lacks is refused with the workload line.
 TEST(Engine, UnknownBudgetIsRefusedWithItsLine) {
   Scenario sc;

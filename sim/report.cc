@@ -168,6 +168,7 @@ Measures Compute(const SimResult& r) {
     if (b.leaf) {
       leaf_capped += capped;
       leaf_owed += b.owed_gpu_hours;
+      m.over_delivered_gpu_hours += b.delivered_gpu_hours - capped;
     }
     auto& [lc, lo] = level[b.depth];
     lc += capped;
@@ -177,6 +178,8 @@ Measures Compute(const SimResult& r) {
                                       Ratio(b.delivered_gpu_hours, b.owed_gpu_hours)});
   }
   m.entitlement_delivered = Ratio(leaf_capped, leaf_owed);
+  m.owed_gpu_hours = leaf_owed;
+  m.undelivered = r.undelivered;
   for (const auto& [depth, cd] : level) m.entitlement_by_level[depth] = Ratio(cd.first, cd.second);
 
   // Drains.
@@ -251,6 +254,18 @@ nlohmann::json PolicyJson(const SimResult& r) {
   nlohmann::json levels = nlohmann::json::object();
   for (const auto& [depth, x] : m.entitlement_by_level) levels[std::to_string(depth)] = Num(x);
   p["entitlement_by_level"] = std::move(levels);
+  const Undelivered& u = m.undelivered;
+  p["shortfall"] = {
+      {"owed_gpu_hours", Num(m.owed_gpu_hours)},
+      {"over_delivered_gpu_hours", Num(m.over_delivered_gpu_hours)},
+      {"undelivered_gpu_hours", Num(u.total())},
+      {"at_capacity",
+       {{"hours", Num(u.at_capacity_hours)},
+        {"unfunded_alone_gpu_hours", Num(u.unfunded_alone)},
+        {"unfunded_beside_funded_gpu_hours", Num(u.unfunded_beside_funded)},
+        {"idle_gpu_hours", Num(u.idle)}}},
+      {"below_capacity",
+       {{"hours", Num(u.below_capacity_hours)}, {"waiting_gpu_hours", Num(u.waiting)}}}};
   nlohmann::json budgets = nlohmann::json::array();
   for (const BudgetMeasure& b : m.budgets) {
     budgets.push_back({{"path", b.path},
@@ -413,6 +428,18 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
       return it == m.entitlement_by_level.end() ? std::string("-") : Pct(it->second);
     });
   }
+  // The entitlement gap, split: what went to leaves beyond what they were owed, and owed time
+  // funded work did not hold (Undelivered in sim/result.h).
+  row("  over-delivered GPU-h",
+      [](const Measures& m) { return Hours(m.over_delivered_gpu_hours); });
+  row("  undelivered GPU-h", [](const Measures& m) { return Hours(m.undelivered.total()); });
+  row("    demand >= GPUs: unfunded alone",
+      [](const Measures& m) { return Hours(m.undelivered.unfunded_alone); });
+  row("    demand >= GPUs: unfunded beside funded",
+      [](const Measures& m) { return Hours(m.undelivered.unfunded_beside_funded); });
+  row("    demand >= GPUs: idle", [](const Measures& m) { return Hours(m.undelivered.idle); });
+  row("    demand < GPUs: funded waiting",
+      [](const Measures& m) { return Hours(m.undelivered.waiting); });
   row("unfunded share", [](const Measures& m) { return Pct(m.unfunded_share); });
   auto wait_rows = [&](const std::string& label, auto stats) {
     row(label + " wait p50", [&](const Measures& m) { return Duration(stats(m).p50); });

@@ -96,7 +96,12 @@ struct Measures {
   int64_t contract_violations = 0;
 
   std::map<int, std::optional<double>> entitlement_by_level;  // depth -> delivered fraction
-  std::vector<BudgetMeasure> budgets;                         // order of SimResult::budgets
+  // Over leaves: 1 - entitlement_delivered = (over_delivered + undelivered.total()) / owed, up to
+  // instants where funded work on draining nodes held more than was owed (sim/result.h).
+  double owed_gpu_hours = 0;
+  double over_delivered_gpu_hours = 0;  // sum of max(0, delivered - owed)
+  Undelivered undelivered;
+  std::vector<BudgetMeasure> budgets;  // order of SimResult::budgets
 
   DrainMeasures drains;
   JobCounts jobs;

@@ -321,11 +321,36 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
                                          "preemptions_by_cause",
                                          "preemptions_by_class",
                                          "series",
+                                         "shortfall",
                                          "unfunded_gpu_hours",
                                          "unfunded_share",
                                          "wait_s",
                                          "wait_s_by_size"};
   EXPECT_EQ(keys, want);
+}
+
+// The entitlement gap's parts: over-delivery summed over leaves only (a parent's total includes
+// its leaves'), and the engine's undelivered time as recorded.
+TEST(ReportJson, ShortfallSplitsTheEntitlementGap) {
+  SimResult r = Sample("hourglass", 1.0);
+  r.budgets.push_back(Budget("b", 1, false, 50, 70));
+  r.budgets.push_back(Budget("b/y", 2, true, 30, 60));  // 30 over
+  r.budgets.push_back(Budget("b/z", 2, true, 20, 10));  // 10 short
+  r.undelivered = Undelivered{500, 220, 7, 2, 1.5, 0.5};
+  const nlohmann::json s = ToJson({r})["policies"]["hourglass"]["shortfall"];
+  EXPECT_DOUBLE_EQ(s["owed_gpu_hours"].get<double>(), 150.0);  // a/x, b/y, b/z
+  EXPECT_DOUBLE_EQ(s["over_delivered_gpu_hours"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(s["undelivered_gpu_hours"].get<double>(), 11.0);
+  EXPECT_DOUBLE_EQ(s["at_capacity"]["hours"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(s["at_capacity"]["unfunded_alone_gpu_hours"].get<double>(), 7.0);
+  EXPECT_DOUBLE_EQ(s["at_capacity"]["unfunded_beside_funded_gpu_hours"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(s["at_capacity"]["idle_gpu_hours"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(s["below_capacity"]["hours"].get<double>(), 220.0);
+  EXPECT_DOUBLE_EQ(s["below_capacity"]["waiting_gpu_hours"].get<double>(), 0.5);
+  // The table shows the same figures.
+  const std::string table = RenderTable({r});
+  EXPECT_NE(table.find("over-delivered GPU-h"), std::string::npos);
+  EXPECT_NE(table.find("demand >= GPUs: unfunded alone"), std::string::npos);
 }
 
 TEST(ReportJson, UnknownRatiosAreNullAndDuplicateNamesKept) {

@@ -67,6 +67,22 @@ struct SeriesPoint {  // one sample per hour of simulated time
   int32_t largest_free = 0;  // largest gang (whole free GPUs in one block) at the sample
 };
 
+// Where the GPU time owed to funded work but not held by it went (the gap behind entitlement
+// delivered: summed over the run it is the leaves' owed minus delivered GPU-hours, except that an
+// instant where funded work on draining nodes held more than was owed counts as zero). While
+// funded demand reached the ready GPUs, every ready GPU was owed, so the gap is the GPUs that
+// unfunded work held or that stood idle; below that, every GPU asked for was owed, so the gap is
+// GPUs of funded jobs that waited. GPU-hours, except the two durations.
+struct Undelivered {
+  double at_capacity_hours = 0;       // time during which funded demand >= ready GPUs
+  double below_capacity_hours = 0;    // the rest
+  double unfunded_alone = 0;          // at capacity: unfunded work on nodes with no funded work
+  double unfunded_beside_funded = 0;  // at capacity: unfunded work beside funded work
+  double idle = 0;                    // at capacity: free GPUs of ready nodes
+  double waiting = 0;                 // below capacity: GPUs of funded jobs that waited
+  double total() const { return unfunded_alone + unfunded_beside_funded + idle + waiting; }
+};
+
 struct SimResult {
   std::string policy;
   std::string scenario;
@@ -80,6 +96,7 @@ struct SimResult {
   std::vector<DrainRecord> drains;
   std::vector<BudgetTotals> budgets;  // depth-first order of the tree
   std::vector<SeriesPoint> series;
+  Undelivered undelivered;
   int64_t events = 0;  // events processed
   int64_t cycles = 0;  // policy cycles run
 };
