@@ -7,7 +7,9 @@
 #   researchers    the shortfall summed over the project's researcher leaves (each one's
 #                  max(0, owed - delivered)), and their owed GPU-hours
 # and the totals. The entitlement measure counts every leaf's shortfall; over-delivery to one
-# leaf makes up for nothing.
+# leaf makes up for nothing. Then the whole gap (1 - entitlement delivered) in parts, from the
+# report's "shortfall": over-delivery to leaves, and owed time funded work did not hold, by what
+# held those GPUs instead.
 #   bench/shortfall.sh [build/release/cmd/hourglass] [seed]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,4 +48,20 @@ print(f"\ngang leaves: short {gang_short:,.0f} of {gang_owed:,.0f} owed GPU-hour
       f"({100 * gang_short / gang_owed:.1f}%); researcher leaves: short {res_short:,.0f} of "
       f"{res_owed:,.0f} ({100 * res_short / res_owed:.1f}%); entitlement delivered "
       f"{r['entitlement_delivered']:.4f}")
+# The same gap by where the GPUs went (the report's "shortfall"): over-delivery to leaves, and owed
+# time funded work did not hold, split by what held those GPUs.
+s = r["shortfall"]
+owed = s["owed_gpu_hours"]
+cap, below = s["at_capacity"], s["below_capacity"]
+def part(name, x):
+    print(f"| {name} | {x:,.0f} | {100 * x / owed:.2f} |")
+print(f"\nowed {owed:,.0f} GPU-hours; funded demand at or above the ready GPUs for "
+      f"{cap['hours']:.0f} h, below for {below['hours']:.0f} h")
+print("| part of the gap | GPU-hours | points of entitlement |")
+print("|---|---|---|")
+part("over-delivered to leaves", s["over_delivered_gpu_hours"])
+part("demand >= GPUs: unfunded work on nodes without funded work", cap["unfunded_alone_gpu_hours"])
+part("demand >= GPUs: unfunded work beside funded work", cap["unfunded_beside_funded_gpu_hours"])
+part("demand >= GPUs: idle GPUs", cap["idle_gpu_hours"])
+part("demand < GPUs: funded jobs waiting", below["waiting_gpu_hours"])
 PY
