@@ -95,6 +95,15 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
   cols.push_back({{"entitlement_delivered", "entitled", Better::kHigher},
                   [](const Measures& m) { return m.entitlement_delivered; },
                   ColumnDef::kPct});
+  // The entitlement gap in two parts (sim/report.h): time leaves got beyond what they were owed,
+  // and owed time funded work did not hold.
+  cols.push_back(
+      {{"over_delivered_gpu_hours", "over owed GPU-h", Better::kLower},
+       [](const Measures& m) -> std::optional<double> { return m.over_delivered_gpu_hours; },
+       ColumnDef::kHours});
+  cols.push_back({{"undelivered_gpu_hours", "owed unheld GPU-h", Better::kLower},
+                  [](const Measures& m) -> std::optional<double> { return m.undelivered.total(); },
+                  ColumnDef::kHours});
   cols.push_back({{"unfunded_share", "unfunded", Better::kNone},
                   [](const Measures& m) { return m.unfunded_share; },
                   ColumnDef::kPct});

@@ -96,6 +96,26 @@ TEST(CompareTable, MarksTheBestShownValuePerColumnAndWhereABaselineWins) {
   EXPECT_EQ(t.cells[0][Col(t, "drain_latency_p90_s")], "-");
 }
 
+// The entitlement gap's two parts: over-delivery from the leaves' totals, and owed time funded
+// work did not hold, from the engine's record.
+TEST(CompareTable, ShowsTheEntitlementGapInTwoParts) {
+  Comparison c = Sample();
+  c.runs[0].budgets.push_back({"q", 1, false, 10, 14});
+  c.runs[0].budgets.push_back({"q/c", 2, true, 10, 14});  // 4 over
+  c.runs[0].undelivered.idle = 2;
+  c.runs[1].undelivered.waiting = 12.5;
+  c.runs[1].undelivered.unfunded_alone = 30;
+  const CompareTable t = BuildCompareTable(c.runs);
+  const size_t over = Col(t, "over_delivered_gpu_hours"), unheld = Col(t, "undelivered_gpu_hours");
+  EXPECT_EQ(t.cells[0][over], "4.0");
+  EXPECT_EQ(t.cells[1][over], "0.0");
+  EXPECT_TRUE(t.best[1][over]);
+  EXPECT_EQ(t.cells[0][unheld], "2.0");
+  EXPECT_EQ(t.cells[1][unheld], "42.5");
+  EXPECT_TRUE(t.best[0][unheld]);
+  EXPECT_FALSE(t.best[1][unheld]);
+}
+
 TEST(CompareTable, TextPutsAStarAfterEachBestValue) {
   const std::string text = RenderCompareText(BuildCompareTable(Sample().runs));
   const size_t hg = text.find("\nhourglass"), fifo = text.find("\nfifo-backfill");
