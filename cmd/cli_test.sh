@@ -254,6 +254,8 @@ new_case
 check headroom_max_below_headroom "" "" --quick-headroom-max --quick-headroom 0.1 --quick-headroom-max 0.05
 new_case
 check live_weight_zero "" "" --live-weight --live-weight 0
+new_case
+check headroom_quiet_below_minus_one "" "" --quick-headroom-quiet --quick-headroom-quiet -2
 
 # The trace adapters' flags and --end-days, shared with `sim compare`: checked before anything
 # is read, and refused by name (a negative --end-days was once silently ignored by `sim`).
@@ -288,7 +290,9 @@ reaches_policy() {
 }
 
 # Three 4-GPU batch jobs all run on the 16 GPUs at once by default, but with half the cluster
-# kept free for debug jobs the third one waits an hour for the first two to end.
+# kept free for debug jobs (and kept while no debug job runs or waits) the third one waits an
+# hour for the first two to end. With the headroom shrinking while there are no debug jobs, as by
+# default to 2 GPUs, all three fit; shrinking only to 5 GPUs, the third waits again.
 new_case
 cat >"$D/workload.csv" <<'EOF2'
 id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
@@ -297,7 +301,9 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 3,0,3600,4,0,alice,batch,600
 EOF2
 reaches_policy headroom_reaches_policy "batch wait p90" 0s 1.0h \
-  --quick-headroom 0.5 --quick-headroom-max 0.5
+  --quick-headroom 0.5 --quick-headroom-max 0.5 --quick-headroom-quiet -1
+reaches_policy headroom_quiet_reaches_policy "batch wait p90" 0s 1.0h \
+  --quick-headroom 0.5 --quick-headroom-max 0.5 --quick-headroom-quiet 5
 
 new_case
 check large_job_gpus_negative "" "" --large-job-gpus --large-job-gpus -1

@@ -11,6 +11,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
   app->add_option("--quick-headroom-max", flags->quick_headroom_max,
                   "Fraction of capacity the debug headroom may grow to while debug jobs wait")
       ->capture_default_str();
+  app->add_option("--quick-headroom-quiet", flags->quick_headroom_quiet,
+                  "GPUs the debug headroom shrinks to while no debug job runs or waits (-1: it "
+                  "never shrinks)")
+      ->capture_default_str();
   app->add_option("--live-weight", flags->live_weight,
                   "Seconds of usage that holding one GPU now counts for in the fair-share key")
       ->capture_default_str();
@@ -36,6 +40,9 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   if (!(flags.quick_headroom_max >= flags.quick_headroom && flags.quick_headroom_max <= 1))
     return tl::unexpected(
         Error{"--quick-headroom-max", "must be within [--quick-headroom, 1]", {}, 0});
+  if (flags.quick_headroom_quiet < -1)
+    return tl::unexpected(
+        Error{"--quick-headroom-quiet", "must be >= -1 (-1: the headroom never shrinks)", {}, 0});
   if (flags.large_job_gpus < 0)
     return tl::unexpected(Error{"--large-job-gpus", "must be >= 0 (0: off)", {}, 0});
   if (!(flags.preempt_below > 0 && flags.preempt_below <= 1))
@@ -43,6 +50,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   PolicyConfig config = DeployedConfig();
   config.quick_headroom = flags.quick_headroom;
   config.quick_headroom_max = flags.quick_headroom_max;
+  config.quick_headroom_quiet = flags.quick_headroom_quiet;
   config.live_weight = Seconds(flags.live_weight);
   config.large_job_gpus = flags.large_job_gpus;
   config.preempt_below = flags.preempt_below;
@@ -53,7 +61,11 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
 std::string Describe(const PolicyConfig& c) {
   std::ostringstream o;
   o << "quick headroom " << c.quick_headroom << " (grows to " << c.quick_headroom_max
-    << "), live weight " << c.live_weight.value() << " s, large jobs "
+    << ", shrinks to "
+    << (c.quick_headroom_quiet >= 0 ? std::to_string(c.quick_headroom_quiet) + " GPUs"
+                                    : std::string("-"))
+    << " while no debug job runs or waits), live weight " << c.live_weight.value()
+    << " s, large jobs "
     << (c.large_job_gpus > 0 ? std::to_string(c.large_job_gpus) + "+ GPUs" : std::string("off"))
     << ", preempt below " << c.preempt_below << ", debug jobs first "
     << (c.quick_first ? "on" : "off");

@@ -15,6 +15,7 @@ namespace hg::cmd {
 struct PolicyFlags {
   double quick_headroom = DeployedConfig().quick_headroom;
   double quick_headroom_max = DeployedConfig().quick_headroom_max;
+  int32_t quick_headroom_quiet = DeployedConfig().quick_headroom_quiet;
   int64_t live_weight = DeployedConfig().live_weight.value();
   int32_t large_job_gpus = DeployedConfig().large_job_gpus;
   double preempt_below = DeployedConfig().preempt_below;

@@ -190,7 +190,9 @@ void Cycle::Setup() {
     if (p.spec && IsQuick(*p.spec)) quick_waiting += p.spec->gpus.value();
   const auto base = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
   const auto most = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
-  const int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
+  int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
+  if (cfg_.quick_headroom_quiet >= 0 && quick_running + quick_waiting == 0)
+    headroom = std::min<int64_t>(headroom, cfg_.quick_headroom_quiet);
   required_free_ = std::max<int64_t>(0, headroom - quick_running);
 }
 

@@ -508,6 +508,40 @@ TEST(HourglassPolicy, QuickJobsUseTheHeadroomAndRunningOnesCountForIt) {
   }
 }
 
+// With no debug job running or waiting, the headroom shrinks to quick_headroom_quiet GPUs. 12 of
+// 16 GPUs are free, 4 kept for quick jobs, and unfunded jobs of 4, 4 and 2 GPUs wait: the 2-GPU
+// one would eat into the headroom unless it shrank. A waiting debug job (1 GPU, funded, so placed
+// first) keeps the whole headroom: 11 free, 3 still kept.
+TEST(HourglassPolicy, TheHeadroomShrinksWhileNoQuickJobRunsOrWaits) {
+  auto run = [](int32_t quiet, bool debug_waits) {
+    PolicyConfig cfg;
+    cfg.quick_headroom = 0.25;  // 4 of 16 GPUs
+    cfg.quick_headroom_quiet = quiet;
+    World w({Top("a")});
+    const NodeId n0 = w.AddNode();
+    w.AddNode();
+    w.Run(w.NewJob(4, ""), Seconds(0), {{n0, Gpus(4)}});
+    std::vector<JobId> ids;
+    for (int32_t g : {4, 4, 2}) {
+      const JobSpec& u = w.NewJob(g, "");
+      w.Pend(u, Seconds(1 + static_cast<int64_t>(ids.size())));
+      ids.push_back(u.id);
+    }
+    if (debug_waits) {
+      const JobSpec& dbg = w.NewJob(1, "a", Seconds(0), "debug");
+      w.Pend(dbg, Seconds(5));
+    }
+    const Decisions d = w.Cycle(Seconds(10), true, cfg);
+    int started = 0;
+    for (JobId id : ids) started += StartOf(d, id) != nullptr ? 1 : 0;
+    return started;
+  };
+  EXPECT_EQ(run(-1, false), 2);  // never shrinks: 4 kept
+  EXPECT_EQ(run(2, false), 3);   // 2 kept: 12 - 10 = 2
+  EXPECT_EQ(run(0, false), 3);
+  EXPECT_EQ(run(2, true), 2);  // the debug job takes 1 GPU, and 3 of the 11 left stay free
+}
+
 // Two nodes half held by b's protected jobs, which end at started + b_max_runtime (by default
 // now + 50 min); a waits with a 16-GPU gang and two small jobs; an unfunded job waits too.
 struct GangWorld {

@@ -34,6 +34,11 @@ struct PolicyConfig {
   // The headroom grows to cover quick jobs that are waiting, up to this fraction of capacity:
   // when debug work bursts, the next GPUs to come free go to it rather than to long work.
   double quick_headroom_max = 0.05;
+  // While no quick job runs or waits, the headroom is at most this many GPUs: room for the next
+  // debug job to start at once, not a fraction of the cluster idle through nights and weekends
+  // when nobody debugs. The first debug job brings the full headroom back as GPUs come free.
+  // -1: the headroom never shrinks.
+  int32_t quick_headroom_quiet = -1;
   std::string quick_class = "debug";
   int max_reservations = 1;  // how many blocked jobs may hold a reservation at once
   // 0: off. Otherwise a budget's job of at least this many GPUs that can neither start, preempt
