@@ -27,6 +27,17 @@ constexpr int64_t kMaxPlanNodeVisits = 160'000;
 
 size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
 
+// A pending funded job as the walk sees it: what it asks for, read from its spec once per cycle.
+// The walk passes over every job of a queue thousands long in every cycle, and a spec is a cache
+// miss away.
+struct Queued {
+  const PendingJob* p = nullptr;
+  Shape shape;
+  int priority = 0;
+  bool quick = false;
+};
+using LeafQueues = std::vector<std::vector<Queued>>;
+
 class Cycle {
  public:
   Cycle(const PolicyConfig& cfg, const Snapshot& snap)
@@ -39,11 +50,14 @@ class Cycle {
   void PlaceFunded();
   // Serves `left[b]` more jobs of each subtree b from the leaves' queues, from `cursor` on, in
   // fair-share order.
-  void Walk(const std::vector<std::vector<const PendingJob*>>& queue, std::vector<int64_t>& left,
-            std::vector<size_t>& cursor, std::vector<const JobSpec*>& held_by);
+  void Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vector<size_t>& cursor,
+            std::vector<const JobSpec*>& held_by);
   void PlaceUnfunded();
   // True when the job got GPUs, is waiting for victims or holds a reservation.
   bool Process(const PendingJob& p);
+  // Preemption planning is spent and no GPU left is one that a job not yet reached could take,
+  // so the rest of the walk would only fail job after job.
+  bool NothingMoreCanStart() const;
   bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   bool TryReserve(const PendingJob& p, const Shape& shape);
@@ -93,6 +107,7 @@ class Cycle {
   std::vector<std::optional<std::vector<int32_t>>> could_host_;
   std::vector<FailureCache> failed_;  // per leaf budget (+1 slot for unfunded)
   int64_t required_free_ = 0;         // headroom still owed to quick jobs
+  int64_t quick_left_ = 0;            // pending quick jobs the walk has not reached yet
   Seconds reservation_due_ = kNever;
   int reservations_ = 0;
   int preempt_attempts_ = 0;
@@ -187,7 +202,10 @@ void Cycle::Setup() {
   const auto capacity = static_cast<double>(cs_.capacity());
   int64_t quick_waiting = 0;
   for (const PendingJob& p : s_.pending_funded)
-    if (p.spec && IsQuick(*p.spec)) quick_waiting += p.spec->gpus.value();
+    if (p.spec && IsQuick(*p.spec)) {
+      quick_waiting += p.spec->gpus.value();
+      ++quick_left_;
+    }
   const auto base = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
   const auto most = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
   int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
@@ -386,15 +404,19 @@ bool Cycle::Process(const PendingJob& p) {
 void Cycle::PlaceFunded() {
   // Pending funded jobs per leaf, each leaf in (priority, queued, id) order.
   const size_t nb = tree_.size();
-  std::vector<std::vector<const PendingJob*>> queue(nb);
+  LeafQueues queue(nb);
   {
     std::vector<size_t> count(nb, 0);
     for (const PendingJob& p : s_.pending_funded)
       if (p.spec) ++count[Ix(p.spec->budget)];
     for (size_t b = 0; b < nb; ++b) queue[b].reserve(count[b]);
   }
-  for (const PendingJob& p : s_.pending_funded)
-    if (p.spec) queue[Ix(p.spec->budget)].push_back(&p);
+  for (const PendingJob& p : s_.pending_funded) {
+    if (!p.spec) continue;
+    const JobSpec& j = *p.spec;
+    queue[Ix(j.budget)].push_back(
+        Queued{&p, cs_.ShapeOf(j.gpus, j.gpus_per_node), j.priority, IsQuick(j)});
+  }
   // Jobs per subtree for the first walk, and its long work held for the second walk (only with
   // quick_first: the first serves quick jobs alone).
   std::vector<int64_t> left(nb, 0), later(nb, 0);
@@ -407,17 +429,15 @@ void Cycle::PlaceFunded() {
     // long work, which would otherwise hold them up for hours; then the user's own priority.
     // Both passes keep the (queued_since, id) order within equal keys, and are linear when no
     // one set a priority: this runs for every leaf in every cycle.
-    auto quick = [&](const PendingJob* x) { return IsQuick(*x->spec); };
+    auto quick = [](const Queued& x) { return x.quick; };
     // Usually already so (no quick job, or only quick ones): stable_partition would allocate.
     if (!std::is_partitioned(q.begin(), q.end(), quick))
       std::stable_partition(q.begin(), q.end(), quick);
     const auto quick_end = std::partition_point(q.begin(), q.end(), quick);
     const bool any_priority =
-        std::any_of(q.begin(), q.end(), [](const PendingJob* x) { return x->spec->priority != 0; });
+        std::any_of(q.begin(), q.end(), [](const Queued& x) { return x.priority != 0; });
     if (any_priority) {
-      auto by_priority = [](const PendingJob* x, const PendingJob* y) {
-        return x->spec->priority > y->spec->priority;
-      };
+      auto by_priority = [](const Queued& x, const Queued& y) { return x.priority > y.priority; };
       std::stable_sort(q.begin(), quick_end, by_priority);
       std::stable_sort(quick_end, q.end(), by_priority);
     }
@@ -435,8 +455,7 @@ void Cycle::PlaceFunded() {
   Walk(queue, left, cursor, held_by);
 }
 
-void Cycle::Walk(const std::vector<std::vector<const PendingJob*>>& queue,
-                 std::vector<int64_t>& left, std::vector<size_t>& cursor,
+void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vector<size_t>& cursor,
                  std::vector<const JobSpec*>& held_by) {
   // Depth-first by key: at each level, the child whose usage lags its due the most. Keys move
   // only when a job gets GPUs; until then the walk would end at the same leaf again, so the
@@ -459,20 +478,32 @@ void Cycle::Walk(const std::vector<std::vector<const PendingJob*>>& queue,
       assert(best.value() >= 0);
       b = best;
     }
-    const PendingJob& p = *queue[Ix(b)][cursor[Ix(b)]++];
+    const Queued& q = queue[Ix(b)][cursor[Ix(b)]++];
+    const PendingJob& p = *q.p;
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
     const int64_t moves = alloc_moves_;
+    if (q.quick) --quick_left_;
     // A leaf's quick jobs come first, so every job after a held one is long work.
-    if (const JobSpec* large = held_by[Ix(b)]) {
+    if (!s_.explain && cfg_.large_job_gpus == 0 && failed_[Ix(b)].Known(q.shape)) {
+      // Process would fail it without a side effect; most of a long queue ends here.
+    } else if (const JobSpec* large = held_by[Ix(b)]) {
       Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
     } else if (!Process(p) && cfg_.large_job_gpus > 0 && !IsQuick(*p.spec) &&
                p.spec->gpus.value() >= cfg_.large_job_gpus) {
       held_by[Ix(b)] = p.spec;
     }
     walk = alloc_moves_ != moves || left[Ix(b)] == 0;
-    // Nothing more can start once the cluster is full and preemption planning is spent.
-    if (!s_.explain && cs_.total_free() == 0 && preempt_attempts_ >= max_plans_) break;
+    if (!s_.explain && NothingMoreCanStart()) break;
   }
+}
+
+bool Cycle::NothingMoreCanStart() const {
+  if (preempt_attempts_ < max_plans_) return false;
+  if (cs_.total_free() == 0) return true;
+  // Only the debug headroom is free: long work may not take it, no debug job is left to reach,
+  // and the one job that could take it anyway (the reservation's) has been chosen.
+  return quick_left_ == 0 && reservations_ >= cfg_.max_reservations &&
+         cs_.total_free() <= required_free_;
 }
 
 void Cycle::PlaceUnfunded() {

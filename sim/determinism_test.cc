@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/policy.h"
@@ -117,6 +118,28 @@ TEST_F(Determinism, RunOrderDoesNotMatter) {
   ASSERT_EQ(reversed.size(), 2u);
   std::swap(reversed[0], reversed[1]);
   EXPECT_TRUE(RenderJson(*first_) == RenderJson(reversed)) << "JSON depends on run order";
+}
+
+// The server asks the policy for its reasons whenever its queue is short; the simulator does not.
+// The policies skip work they know is futile only when no reasons are asked for, so reasons or
+// not, the decisions must be the same, or the simulator would measure another scheduler than the
+// one deployed. Every policy, and hourglass also as deployed (its debug headroom on).
+TEST_F(Determinism, AskingForReasonsChangesNoDecision) {
+  const Scenario sc = ShortLabMonth(1);
+  std::vector<std::pair<std::string, PolicyConfig>> runs;
+  for (const std::string& name : PolicyNames()) runs.emplace_back(name, PolicyConfig{});
+  runs.emplace_back("hourglass", DeployedConfig());
+  for (const auto& [name, config] : runs) {
+    auto policy = MakePolicy(name, config);
+    ASSERT_TRUE(policy.has_value()) << name;
+    SimOptions quiet, explained;
+    explained.explain = true;
+    auto a = Simulate(sc, **policy, quiet);
+    auto b = Simulate(sc, **policy, explained);
+    ASSERT_TRUE(a.has_value() && b.has_value()) << name;
+    EXPECT_GT(Compute(*a).jobs.started, 1'000) << name;
+    EXPECT_TRUE(RenderJson({*a}) == RenderJson({*b})) << name << ": reasons changed decisions";
+  }
 }
 
 TEST_F(Determinism, DifferentSeedGivesDifferentBytes) {

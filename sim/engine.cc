@@ -518,6 +518,7 @@ void Engine::RunCycle() {
   snap.pending_funded = pending_funded_;
   snap.pending_unfunded = pending_unfunded_;
   snap.running = running_;
+  snap.explain = opt_.explain;
   Decisions d = policy_.Cycle(snap);
   ++result_.cycles;
   if (opt_.decision_log) {

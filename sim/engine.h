@@ -23,6 +23,9 @@ struct SimOptions {
   Seconds interval{10};                   // the scheduling loop runs at most this often
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window
+  // Ask the policy for a reason per pending job in every cycle, as the server does while its
+  // queue is short. The reasons are dropped; the decisions must be the same either way (a test).
+  bool explain = false;
   // Called now and then with (simulated time, events so far), e.g. for a progress line.
   std::function<void(Seconds, int64_t)> progress;
   // Called for every decision applied (start, stop, node drained) with its reason in words, so a
