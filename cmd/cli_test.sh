@@ -321,6 +321,30 @@ EOF2
 reaches_policy large_job_reaches_policy "batch wait p50" 0s 59.8m --large-job-gpus 16
 
 new_case
+check reservation_preempts_negative "" "" --reservation-preempts-gpus --reservation-preempts-gpus -1
+
+# Bob's two 8-GPU jobs hold both nodes for 3 h, protected for 10 minutes; Alice's 16-GPU gang
+# (equal shares) would end above Bob if it took his GPUs, so fair share never lets it preempt,
+# and Bob's jobs have no known end: by default it waits the 3 h. With the flag at 16 it reserves
+# both nodes for the end of Bob's protection and preempts his jobs then (11 min, grace included).
+new_case
+cat >>"$D/budgets.toml" <<'EOF2'
+
+[[budget]]
+name = "bob"
+parent = "lab"
+share = 2
+EOF2
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,10800,8,8,bob,batch,600
+2,0,10800,8,8,bob,batch,600
+3,60,600,16,8,alice,batch,600
+EOF2
+reaches_policy reservation_preempts_reaches_policy "batch wait p90" 3.0h 11.0m \
+  --reservation-preempts-gpus 16
+
+new_case
 check preempt_below_zero "" "" --preempt-below --preempt-below 0
 new_case
 check preempt_below_over_one "" "" --preempt-below --preempt-below 1.5

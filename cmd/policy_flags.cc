@@ -22,6 +22,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "A budget's blocked job of at least this many GPUs holds back the budget's "
                   "later non-debug jobs (0: off)")
       ->capture_default_str();
+  app->add_option("--reservation-preempts-gpus", flags->reservation_preempts_gpus,
+                  "A reservation held by a job of at least this many GPUs preempts funded work "
+                  "of budgets over their share once its protection ends (0: off)")
+      ->capture_default_str();
   app->add_option("--preempt-below", flags->preempt_below,
                   "A budget's jobs preempt funded work only while it has received less than this "
                   "fraction of what it was owed (1: any amount below)")
@@ -45,6 +49,8 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
         Error{"--quick-headroom-quiet", "must be >= -1 (-1: the headroom never shrinks)", {}, 0});
   if (flags.large_job_gpus < 0)
     return tl::unexpected(Error{"--large-job-gpus", "must be >= 0 (0: off)", {}, 0});
+  if (flags.reservation_preempts_gpus < 0)
+    return tl::unexpected(Error{"--reservation-preempts-gpus", "must be >= 0 (0: off)", {}, 0});
   if (!(flags.preempt_below > 0 && flags.preempt_below <= 1))
     return tl::unexpected(Error{"--preempt-below", "must be within (0, 1]", {}, 0});
   PolicyConfig config = DeployedConfig();
@@ -53,6 +59,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.quick_headroom_quiet = flags.quick_headroom_quiet;
   config.live_weight = Seconds(flags.live_weight);
   config.large_job_gpus = flags.large_job_gpus;
+  config.reservation_preempts_gpus = flags.reservation_preempts_gpus;
   config.preempt_below = flags.preempt_below;
   config.quick_first = flags.quick_first;
   return config;
@@ -67,6 +74,9 @@ std::string Describe(const PolicyConfig& c) {
     << " while no debug job runs or waits), live weight " << c.live_weight.value()
     << " s, large jobs "
     << (c.large_job_gpus > 0 ? std::to_string(c.large_job_gpus) + "+ GPUs" : std::string("off"))
+    << ", reservations preempt for "
+    << (c.reservation_preempts_gpus > 0 ? std::to_string(c.reservation_preempts_gpus) + "+ GPUs"
+                                        : std::string("off"))
     << ", preempt below " << c.preempt_below << ", debug jobs first "
     << (c.quick_first ? "on" : "off");
   return o.str();

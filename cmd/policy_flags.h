@@ -18,6 +18,7 @@ struct PolicyFlags {
   int32_t quick_headroom_quiet = DeployedConfig().quick_headroom_quiet;
   int64_t live_weight = DeployedConfig().live_weight.value();
   int32_t large_job_gpus = DeployedConfig().large_job_gpus;
+  int32_t reservation_preempts_gpus = DeployedConfig().reservation_preempts_gpus;
   double preempt_below = DeployedConfig().preempt_below;
   bool quick_first = DeployedConfig().quick_first;
 };

@@ -77,4 +77,10 @@ bool FairShare::ServedNoBetter(BudgetId holder, BudgetId victim) const {
   return Key(h) <= Key(v);
 }
 
+bool FairShare::StaysBelowVictim(BudgetId holder, double gpus, BudgetId victim) const {
+  if (holder == victim) return false;
+  const auto [h, v] = Divergence(holder, victim);
+  return KeyWith(h, gpus) < Key(v);
+}
+
 }  // namespace hg

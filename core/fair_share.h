@@ -57,6 +57,12 @@ class FairShare {
   // Looser than MayPreempt, which also weighs the GPUs moved. Same leaf: never.
   bool ServedNoBetter(BudgetId holder, BudgetId victim) const;
 
+  // For PolicyConfig::reservation_preempts_gpus: would the holder's side, holding `gpus` more,
+  // still be served worse (a lower key) than the victim's side is now? Looser than MayPreempt,
+  // which compares with the victim's side after it lost the work, yet the victim's side cannot
+  // take the GPUs back the same way at once (Kueue's "LessThanInitialShare"). Same leaf: never.
+  bool StaysBelowVictim(BudgetId holder, double gpus, BudgetId victim) const;
+
  private:
   static size_t Index(BudgetId b) { return static_cast<size_t>(b.value()); }
 

@@ -63,12 +63,18 @@ class Cycle {
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
   bool MayUseReserved(const JobSpec& j) const;
-  // Does running job r, which started on reserved GPUs (backfill), give way to `holder`'s
-  // reservation once past its protection? It was let in only because it would be preemptible for
-  // the reservation by then. Not for a budget served better than r's (that would be ping-pong),
-  // nor within a budget (churn). TryReserve counts on the rule, and TryPreempt applies it.
+  // Does running job r give way to `holder`'s reservation once past its protection (contract
+  // case (c))? Work that started on reserved GPUs (backfill) does: it was let in only because it
+  // would be preemptible for the reservation by then; not for a budget served better than r's
+  // (that would be ping-pong), nor within a budget (churn). With reservation_preempts_gpus, so
+  // does other funded work of a budget over its share, for a holder that large; never debug
+  // work, whose users wait at a terminal. TryReserve counts on the rule, TryPreempt applies it.
   bool YieldsToReservation(const JobSpec& holder, const RunningJob& r) const {
-    return r.backfilled && fs_->ServedNoBetter(holder.budget, r.spec->budget);
+    if (r.backfilled && fs_->ServedNoBetter(holder.budget, r.spec->budget)) return true;
+    return cfg_.reservation_preempts_gpus > 0 &&
+           holder.gpus.value() >= cfg_.reservation_preempts_gpus && !IsQuick(*r.spec) &&
+           fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
+           fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
   const std::vector<int32_t>& CouldHost(int32_t g);
@@ -299,16 +305,20 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
                              MayUseReserved(j), may_leave_, visit);
   if (!plan || plan->victims.empty()) return false;
   Seconds latest = s_.now;
+  // Each stop's reason as the plan judged it, before any victim's GPUs leave the keys.
   for (size_t v : plan->victims) {
     const RunningJob& r = s_.running[v];
     ReasonCode code = ReasonCode::kPreemptForFunded;
     if (r.spec->funded())
-      code =
-          holder && r.backfilled ? ReasonCode::kPreemptReservation : ReasonCode::kPreemptFairShare;
+      code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation
+                                                                   : ReasonCode::kPreemptFairShare;
     out_.stops.push_back(StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false});
     stopping_[v] = true;
-    if (r.spec->funded()) AddAlloc(r.spec->budget, -r.gpus().value());
     latest = std::max(latest, s_.now + r.spec->grace);
+  }
+  for (size_t v : plan->victims) {
+    const RunningJob& r = s_.running[v];
+    if (r.spec->funded()) AddAlloc(r.spec->budget, -r.gpus().value());
   }
   // The job's GPUs are spoken for: count them for its budget, keep them from others this cycle.
   AddAlloc(j.budget, g);

@@ -671,6 +671,60 @@ TEST(HourglassPolicy, WorkThatBackfilledAReservationIsPreemptedForItOncePastItsP
   }
 }
 
+// Contract case (c) for large jobs (PolicyConfig::reservation_preempts_gpus): b is over its
+// share, but a's 16-GPU gang would end above b if it took b's GPUs, so fair share alone never
+// lets it preempt, and b's work has no max_runtime: without the option the gang gets neither
+// GPUs nor a reservation. With it (threshold at most 16), b's work counts as leaving when its
+// protection ends: the gang reserves both nodes, due then, and preempts b's work when it is due.
+// Not when a, holding the gang's GPUs, would be served no worse than b is now (here both were
+// delivered alike): b could then take them back the same way (ping-pong).
+TEST(HourglassPolicy, AReservationForALargeJobPreemptsOverShareWorkWhenConfigured) {
+  struct Case {
+    int32_t threshold;
+    double a_rate, b_rate;  // GPUs delivered over two days; each was owed 4
+    bool applies;
+  };
+  for (const Case c : {Case{0, 3.2, 4.8, false}, Case{16, 3.2, 4.8, true},
+                       Case{17, 3.2, 4.8, false}, Case{16, 4.1, 4.1, false}}) {
+    SCOPED_TRACE(testing::Message() << c.threshold << " " << c.a_rate << " " << c.b_rate);
+    const int32_t threshold = c.threshold;
+    const bool applies = c.applies;
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    const NodeId n1 = w.AddNode();
+    w.History("a", Days(2), c.a_rate, 4.0);
+    w.History("b", Days(2), c.b_rate, 4.0);
+    const JobSpec& v0 = w.NewJob(8, "b", Hours(1));
+    const JobSpec& v1 = w.NewJob(8, "b", Hours(1));
+    w.Run(v0, Days(2), {{n0, Gpus(8)}});
+    w.Run(v1, Days(2), {{n1, Gpus(8)}});
+    JobSpec& gang = w.NewJob(16, "a");
+    gang.gpus_per_node = Gpus(8);
+    w.Pend(gang, Days(2));
+    PolicyConfig cfg;
+    cfg.reservation_preempts_gpus = threshold;
+
+    const Decisions before = w.Cycle(Days(2) + Minutes(20), true, cfg);
+    EXPECT_TRUE(before.stops.empty());  // b's work is protected for an hour either way
+    ASSERT_EQ(before.reservations.size(), applies ? 1u : 0u);
+    if (applies) {
+      EXPECT_EQ(before.reservations[0].job, gang.id);
+      EXPECT_EQ(before.reservations[0].due, Days(2) + Hours(1));
+    }
+
+    const Decisions due = w.Cycle(Days(2) + Hours(1), true, cfg);
+    EXPECT_EQ(due.stops.size(), applies ? 2u : 0u);
+    for (const StopDecision& s : due.stops) {
+      EXPECT_EQ(s.reason.code, ReasonCode::kPreemptReservation);
+      EXPECT_EQ(s.for_job, gang.id);
+      EXPECT_FALSE(s.violates_contract);
+    }
+    const PendingNote* note = NoteFor(due, gang.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, applies ? ReasonCode::kWaitPreemption : ReasonCode::kWaitGpus);
+  }
+}
+
 TEST(HourglassPolicy, UnfundedWorkBorrowsReservedGpusOnlyWhileTheReservationIsFarOff) {
   for (Seconds b_max_runtime : {Hours(1), Hours(3)}) {
     GangWorld g(b_max_runtime);

@@ -46,6 +46,12 @@ struct PolicyConfig {
   // would take, a few GPUs at a time, the share the large job waits for, and it would wait for
   // days; held back, the budget falls below its share until the large job may preempt.
   int32_t large_job_gpus = 0;
+  // 0: off. Otherwise contract case (c) for jobs of at least this many GPUs: when such a job
+  // holds the reservation, funded work of budgets over their share (and not its own) counts as
+  // leaving once its protection ends, and the job preempts that work when the reservation is
+  // due. Without it, work with no max_runtime that fair share does not let the job preempt has
+  // no known end, and the largest gangs rarely get a reservation at all.
+  int32_t reservation_preempts_gpus = 0;
   // A budget's jobs may preempt funded work (past its protection) only while the budget's side
   // has received less than this fraction of what it was owed (its fair-share key), and more
   // below it than the victim's side. 1: any amount below. Lower values trade entitlement

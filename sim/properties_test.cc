@@ -52,7 +52,9 @@ constexpr int kPriorityScenarios = 25;
 // scenarios' 4- and 8-GPU nodes (PolicyConfig::large_job_gpus = 8); "hourglass-patient" preempts
 // funded work only for budgets that got less than half of what they were owed
 // (PolicyConfig::preempt_below = 0.5); "hourglass-quick-first" places debug jobs of every budget
-// first and lets them preempt work of any budget over its share (PolicyConfig::quick_first).
+// first and lets them preempt work of any budget over its share (PolicyConfig::quick_first);
+// "hourglass-reserve-preempts" lets a reservation of a job of 8+ GPUs preempt work of budgets over
+// their share once its protection ends (PolicyConfig::reservation_preempts_gpus = 8).
 const Policy& NamedPolicy(std::string_view name) {
   static const auto hourglass = MakePolicy("hourglass", PolicyConfig{});
   static const auto hourglass_large = [] {
@@ -70,12 +72,18 @@ const Policy& NamedPolicy(std::string_view name) {
     c.quick_first = true;
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_reserve_preempts = [] {
+    PolicyConfig c;
+    c.reservation_preempts_gpus = 8;
+    return MakePolicy("hourglass", c);
+  }();
   static const auto priority = MakePolicy("priority", PolicyConfig{});
-  const auto& p = name == "hourglass"               ? hourglass
-                  : name == "hourglass-large"       ? hourglass_large
-                  : name == "hourglass-patient"     ? hourglass_patient
-                  : name == "hourglass-quick-first" ? hourglass_quick_first
-                                                    : priority;
+  const auto& p = name == "hourglass"                    ? hourglass
+                  : name == "hourglass-large"            ? hourglass_large
+                  : name == "hourglass-patient"          ? hourglass_patient
+                  : name == "hourglass-quick-first"      ? hourglass_quick_first
+                  : name == "hourglass-reserve-preempts" ? hourglass_reserve_preempts
+                                                         : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
 }
@@ -805,6 +813,12 @@ TEST(PropertiesFairShare, P5WithQuickFirst_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-quick-first");
 }
 
+// And with reservations that preempt work of budgets over their share for large jobs
+// (--reservation-preempts-gpus): the gangs gain GPUs, and the work they stop must still finish.
+TEST(PropertiesFairShare, P5WithReservationsThatPreempt_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-reserve-preempts");
+}
+
 // The same with a grace period per job: fails on the livelock of
 // DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 81: a funded job never
 // starts while its victims are stopped and restarted every protection period).
@@ -952,6 +966,10 @@ TEST(PropertiesContract, ContractWithPreemptBelow_200Scenarios) {
 
 TEST(PropertiesContract, ContractWithQuickFirst_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-quick-first");
+}
+
+TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-reserve-preempts");
 }
 
 // The same with a grace period per job: fails on the livelock of
