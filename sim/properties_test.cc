@@ -614,13 +614,14 @@ struct MixKnobs {
   bool unprotected = false;  // every job has min_runtime 0 (a control for protect_all)
   bool flood = false;        // budget l0 floods first, the others come later
   // Each job draws its own grace period. Otherwise one grace period per scenario: the victims of
-  // one preemption then leave together, which avoids the livelock of
-  // DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier.
+  // one preemption then leave together. Per-job grace periods found the livelock that
+  // PropertiesRegression.WaitingPreemptorKeepsGpusOfVictimsKilledEarlier reproduces (fixed).
   bool mixed_grace = false;
   // Repairs may come while the node still drains (10 min - 4 h after the failure). Otherwise they
-  // come once the node must be empty (8.5-12 h: protection is at most 8 h, grace 10 min), which
-  // avoids the stall of DISABLED_NodeRepairedWhileDrainingTakesWorkWhenEmpty (seen first in P5
-  // scenario 30: four funded gangs waited on an empty cluster for a week).
+  // come once the node must be empty (8.5-12 h: protection is at most 8 h, grace 10 min). Quick
+  // repairs found the stall that PropertiesRegression.NodeRepairedWhileDrainingTakesWorkWhenEmpty
+  // reproduces (fixed; seen first in P5 scenario 30: four funded gangs waited on an empty cluster
+  // for a week).
   bool quick_repairs = false;
 };
 
@@ -819,9 +820,10 @@ TEST(PropertiesFairShare, P5WithReservationsThatPreempt_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-reserve-preempts");
 }
 
-// The same with a grace period per job: fails on the livelock of
-// DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 81: a funded job never
-// starts while its victims are stopped and restarted every protection period).
+// The same with a grace period per job. It found the livelock that
+// PropertiesRegression.WaitingPreemptorKeepsGpusOfVictimsKilledEarlier reproduces, fixed since
+// (scenario 81: a funded job never started while its victims were stopped and restarted every
+// protection period).
 TEST(PropertiesFairShare, P5WithGracePeriodsPerJob_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, true, false);
 }
@@ -972,9 +974,10 @@ TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-reserve-preempts");
 }
 
-// The same with a grace period per job: fails on the livelock of
-// DISABLED_WaitingPreemptorKeepsGpusOfVictimsKilledEarlier (scenario 57: a resumable job is still
-// running after 850 runs, stopped every time its protection ends, and never finishes).
+// The same with a grace period per job. It found the livelock that
+// PropertiesRegression.WaitingPreemptorKeepsGpusOfVictimsKilledEarlier reproduces, fixed since
+// (scenario 57: a resumable job was still running after 850 runs, stopped every time its
+// protection ended).
 TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, true);
 }
@@ -1179,14 +1182,15 @@ TEST(PropertiesContract, PriorityBaselineViolatesContractHourglassDoesNot_25Scen
 
 // ---------------------------------------------------------------------------------------------
 // Minimal reproductions of the defects the properties above found. Each asserts what the design
-// promises; each fails today and is disabled so the suite stays green. Enable when fixed.
+// promises. One still fails and is disabled (DISABLED_) so the suite stays green: enable it when
+// fixed.
 
-// Policy (core/hourglass_policy.cc, Cycle::Setup): a job waiting for its victims holds only the
-// free GPUs on nodes where a victim is still stopping. A victim killed earlier (shorter grace)
-// frees GPUs nobody holds; being resumable it is requeued and restarts there at once, protected
-// anew. When the last victim has gone the preemptor no longer fits, and it preempts the same jobs
-// again when their protection ends: a livelock. Here b's 8-GPU job never starts in two days and
-// a's two jobs are stopped every 30 min (about 95 times each), never finishing (no checkpoints).
+// Policy (core/hourglass_policy.cc, Cycle::Setup), fixed in acef8ea: a job waiting for its
+// victims held only the free GPUs on nodes where a victim was still stopping. A victim killed
+// earlier (shorter grace) freed GPUs nobody held; being resumable it was requeued and restarted
+// there at once, protected anew. When the last victim had gone the preemptor no longer fit, and
+// it preempted the same jobs again when their protection ended: a livelock. Here b's 8-GPU job
+// never started in two days and a's two jobs were stopped every 30 min (about 95 times each).
 TEST(PropertiesRegression, WaitingPreemptorKeepsGpusOfVictimsKilledEarlier) {
   Builder b("livelock");
   b.Nodes(2, 4, 1);
@@ -1220,10 +1224,10 @@ TEST(PropertiesRegression, WaitingPreemptorKeepsGpusOfVictimsKilledEarlier) {
   }
 }
 
-// Engine (sim/engine.cc, Engine::RunCycle): a node repaired while it drains returns to service
-// when it becomes empty, inside RunCycle's node decisions, but no further cycle is scheduled
-// (SetNodeState does not call Dirty). Work that needs that node waits until some unrelated event
-// happens; here none does, and the 16-GPU job waits on an idle cluster until the end.
+// Engine (sim/engine.cc, Engine::RunCycle), fixed in acef8ea: a node repaired while it drained
+// returned to service when it became empty, inside RunCycle's node decisions, but no further
+// cycle was scheduled. Work that needed that node waited until some unrelated event happened;
+// here none does, and the 16-GPU job waited on an idle cluster until the end.
 TEST(PropertiesRegression, NodeRepairedWhileDrainingTakesWorkWhenEmpty) {
   Builder b("repair");
   b.Nodes(2, 8, 1);
@@ -1283,9 +1287,9 @@ TEST(PropertiesRegression, DISABLED_SpareGpusOfStoppingUnfundedVictimComeBeforeF
 // counts the GPUs of backfilled victims sitting on reserved GPUs as freed for it. Each victim
 // (resumable, min_runtime 0, grace 0) is killed at once; its GPUs fall back into the reservation
 // of job 21; the victim, or another such job, backfills them again in the same instant, and job
-// 55 stops it again. The virtual clock stays at 2,910 s forever: `hourglass sim` would hang. The
-// scenario is P5's generator (seed 0x5035000b, scenario 167, repairs during drains; the node
-// events come later and play no part).
+// 55 stops it again. The virtual clock stayed at 2,910 s forever and `hourglass sim` hung, until
+// acef8ea made the loop never run twice at one instant. The scenario is P5's generator (seed
+// 0x5035000b, scenario 167, repairs during drains; the node events come later and play no part).
 TEST(PropertiesRegression, PreemptorBarredFromReservedGpusSpinsAtOneInstant) {
   const Rng root(0x5035000b);
   Rng rng = root.Fork(167);
