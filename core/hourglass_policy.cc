@@ -53,8 +53,9 @@ class Cycle {
   void Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vector<size_t>& cursor,
             std::vector<const JobSpec*>& held_by);
   void PlaceUnfunded();
-  // True when the job got GPUs, is waiting for victims or holds a reservation.
-  bool Process(const PendingJob& p);
+  // True when the job got GPUs, is waiting for victims or holds a reservation. `shape` is its
+  // request, as its leaf queue read it.
+  bool Process(const PendingJob& p, const Shape& shape);
   // Preemption planning is spent and no GPU left is one that a job not yet reached could take,
   // so the rest of the walk would only fail job after job.
   bool NothingMoreCanStart() const;
@@ -370,7 +371,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   return true;
 }
 
-bool Cycle::Process(const PendingJob& p) {
+bool Cycle::Process(const PendingJob& p, const Shape& shape) {
   const JobSpec& j = *p.spec;
   if (auto it = waiting_on_victims_.find(j.id.value()); it != waiting_on_victims_.end()) {
     Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, it->second.value(), 0}, it->second);
@@ -381,7 +382,6 @@ bool Cycle::Process(const PendingJob& p) {
     Note(p, Reason{ReasonCode::kWaitBudgetLimit, {}, at, *tree_.limit(at), 0});
     return false;
   }
-  const Shape shape = cs_.ShapeOf(j.gpus, j.gpus_per_node);
   FailureCache& fc = failed_[Ix(j.budget)];
   if (!fc.Known(shape)) {
     if (TryFree(p, shape, true)) return true;
@@ -498,7 +498,7 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
       // Process would fail it without a side effect; most of a long queue ends here.
     } else if (const JobSpec* large = held_by[Ix(b)]) {
       Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
-    } else if (!Process(p) && cfg_.large_job_gpus > 0 && !IsQuick(*p.spec) &&
+    } else if (!Process(p, q.shape) && cfg_.large_job_gpus > 0 && !q.quick &&
                p.spec->gpus.value() >= cfg_.large_job_gpus) {
       held_by[Ix(b)] = p.spec;
     }
