@@ -344,6 +344,38 @@ EOF2
 reaches_policy reservation_preempts_reaches_policy "batch wait p90" 3.0h 11.0m \
   --reservation-preempts-gpus 16
 
+# --explain adds to --decisions why each job waits (a line when its reason changes) and what is
+# reserved, and changes no decision; without --decisions it has nowhere to write and is refused.
+new_case
+check explain_without_decisions "" "" --explain --explain
+new_case
+printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 2\n' >>"$D/budgets.toml"
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,10800,8,8,bob,batch,600
+2,0,10800,8,8,bob,batch,600
+3,60,600,16,8,alice,batch,600
+EOF2
+printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
+rc=0
+run_sim "$D" --decisions plain.jsonl || rc=$?
+run_sim "$D" --decisions explained.jsonl --explain || rc=$?
+acted() { grep -E '"action":"(start|stop)"' "$1"; }
+why=$(grep '"action":"pending","job":3,' "$D/explained.jsonl" | head -n 1)
+if [[ $rc -ne 0 ]]; then
+  fail explain_logs_reasons "rc $rc (stderr: $(cat "$D/stderr.txt"))"
+elif [[ $why != *'"reason":"waiting for 16 GPUs'* || $why != *'"t":60}' ]]; then
+  fail explain_logs_reasons "no reason for the gang at 60 s: '$why'"
+elif [[ $(grep -c '"action":"pending","job":3,' "$D/explained.jsonl") -ne 1 ]]; then
+  fail explain_logs_reasons "the unchanged reason was written more than once"
+elif grep -q '"action":"pending"' "$D/plain.jsonl"; then
+  fail explain_logs_reasons "reasons written without --explain"
+elif [[ "$(acted "$D/plain.jsonl")" != "$(acted "$D/explained.jsonl")" ]]; then
+  fail explain_logs_reasons "--explain changed the decisions"
+else
+  pass "explain_logs_reasons  (${why:0:120})"
+fi
+
 new_case
 check preempt_below_zero "" "" --preempt-below --preempt-below 0
 new_case

@@ -39,6 +39,7 @@ struct SimArgs {
   int64_t interval = 10;
   PolicyFlags tuning;
   bool quiet = false;
+  bool explain = false;
 };
 
 // Maps the engine's file tokens ("workload", ...) to the paths the user gave.
@@ -123,6 +124,8 @@ int RunSim(const SimArgs& a) {
     return 2;
   };
   if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
+  if (a.explain && a.decisions.empty())
+    return fail(Error{"--explain", "needs --decisions FILE to write the reasons to", {}, 0});
   sim::SimOptions opt;
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
@@ -133,6 +136,7 @@ int RunSim(const SimArgs& a) {
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
   opt.interval = Seconds(a.interval);
+  opt.explain = a.explain;
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : SplitList(a.policies)) {
@@ -214,6 +218,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "Trace file (or the openb directory); the mapping is derived and printed");
   const TraceFlagOptions trace_opts = AddTraceFlags(sim, &args->trace_flags);
   sim->add_flag("--quiet", args->quiet, "No progress line");
+  sim->add_flag("--explain", args->explain,
+                "Also write to --decisions why each job waits and what is reserved, whenever "
+                "that changes (asks the policy for reasons in every cycle: slower)");
   AddCompareCommand(*sim, exit_code);
   sim->callback([args, trace_opts, &exit_code] {
     args->trace_tuned = trace_opts.LoadTuned();

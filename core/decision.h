@@ -47,6 +47,7 @@ struct Reason {
   BudgetId budget = kUnfunded;
   int64_t a = 0;
   int64_t b = 0;
+  friend bool operator==(const Reason&, const Reason&) = default;
 };
 
 // Renders a reason in words, e.g. "preempted after its protection ended: budget

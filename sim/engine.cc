@@ -110,6 +110,7 @@ class Engine {
     return pr;
   }
   void RunCycle();
+  void LogExplanations(const Decisions& d);
   void Submit(int32_t j);
   void StartJob(const StartDecision& d);
   void StopJob(const StopDecision& d);
@@ -117,6 +118,14 @@ class Engine {
   void External(const TimedEvent& e);
   void SetNodeState(size_t n, NodeState to);
   void Sample();
+
+  // What LogExplanations last wrote for a job (by id), so it writes only changes.
+  struct Explained {
+    std::optional<Reason> reason;
+    Seconds due = kNever;
+    std::vector<Slice> slices;
+  };
+  std::map<int64_t, Explained> explained_;
 
   void AddPending(int32_t j);
   void RemovePending(int32_t j);
@@ -501,6 +510,32 @@ void Engine::External(const TimedEvent& e) {
   Dirty();
 }
 
+// Why each job still waits, and what is reserved for whom, in words (SimOptions::explain): a
+// line when that changes, not in every cycle; a start or a stop makes the next one new again.
+void Engine::LogExplanations(const Decisions& d) {
+  for (const StartDecision& s : d.starts) explained_.erase(s.job.value());
+  for (const StopDecision& s : d.stops) explained_.erase(s.job.value());
+  for (const PendingNote& n : d.pending) {
+    Explained& e = explained_[n.job.value()];
+    if (e.reason == n.reason) continue;
+    e.reason = n.reason;
+    opt_.decision_log({now_, "pending", n.job, {}, Describe(n.reason, tree_)});
+  }
+  for (const ReservationDecision& r : d.reservations) {
+    if (r.slices.empty()) continue;
+    Explained& e = explained_[r.job.value()];
+    if (e.due == r.due && e.slices == r.slices) continue;
+    e.due = r.due;
+    e.slices = r.slices;
+    int32_t gpus = 0;
+    for (const Slice& sl : r.slices) gpus += sl.gpus.value();
+    opt_.decision_log({now_, "reserve", r.job,
+                       nodes_[static_cast<size_t>(r.slices.front().node.value())].name,
+                       std::to_string(gpus) + " GPUs on " + std::to_string(r.slices.size()) +
+                           " node(s) reserved, due at " + std::to_string(r.due.value()) + " s"});
+  }
+}
+
 void Engine::RunCycle() {
   delivered_.AdvanceTo(now_);
   owed_.AdvanceTo(now_);
@@ -532,6 +567,7 @@ void Engine::RunCycle() {
       opt_.decision_log({now_, "drained", JobId(0),
                          nodes_[static_cast<size_t>(nd.node.value())].name,
                          Describe(nd.reason, tree_)});
+    if (opt_.explain) LogExplanations(d);
   }
   for (const StopDecision& s : d.stops) StopJob(s);
   for (const StartDecision& s : d.starts) StartJob(s);

@@ -12,9 +12,9 @@ namespace hg::sim {
 
 struct DecisionLogEntry {
   Seconds at{0};
-  const char* action = "";  // "start", "stop", "drained"
+  const char* action = "";  // "start", "stop", "drained"; with explain: "pending", "reserve"
   JobId job{0};             // 0 for node decisions
-  std::string node;         // first node of the placement, or the drained node
+  std::string node;         // first node of the placement or reservation, or the drained node
   std::string reason;       // Describe(reason)
 };
 
@@ -24,7 +24,8 @@ struct SimOptions {
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window
   // Ask the policy for a reason per pending job in every cycle, as the server does while its
-  // queue is short. The reasons are dropped; the decisions must be the same either way (a test).
+  // queue is short. The decisions must be the same either way (a test). With a decision_log, the
+  // reasons ("pending") and the reservations ("reserve") of every cycle go to it too.
   bool explain = false;
   // Called now and then with (simulated time, events so far), e.g. for a progress line.
   std::function<void(Seconds, int64_t)> progress;

@@ -65,6 +65,63 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
   EXPECT_TRUE(saw_start);
 }
 
+// With explain on, the decision log also says why each job waits and what is reserved for it,
+// and the decisions themselves do not change. Job 1 holds the node, protected, with a known end
+// (max_runtime); job 2 (8 GPUs) cannot preempt it and reserves the node for that end; job 3 (one
+// GPU, the same budget) waits behind it.
+TEST(Engine, ExplainLogsWhyJobsWaitAndWhatIsReserved) {
+  Scenario sc;
+  sc.name = "tiny";
+  sc.end = Hours(4);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  SimJob first = Job(1, 0, 8, "team", 7200);
+  first.spec.min_runtime = Hours(2);
+  first.spec.max_runtime = Hours(2);
+  sc.jobs = {first, Job(2, 600, 8, "team", 600), Job(3, 700, 1, "team", 600)};
+  auto policy = MakePolicy("hourglass", PolicyConfig{});
+  ASSERT_TRUE(policy.has_value());
+  auto run = [&](bool explain, std::vector<DecisionLogEntry>& log) {
+    SimOptions opt;
+    opt.explain = explain;
+    opt.decision_log = [&](const DecisionLogEntry& e) { log.push_back(e); };
+    return Simulate(sc, **policy, opt);
+  };
+  std::vector<DecisionLogEntry> plain, explained;
+  auto a = run(false, plain);
+  auto b = run(true, explained);
+  ASSERT_TRUE(a && b);
+  std::vector<std::string> acted;
+  bool reserved = false, why_two = false, why_three = false;
+  for (const auto& e : explained) {
+    const std::string action = e.action;
+    if (action == "start" || action == "stop")
+      acted.push_back(action + std::to_string(e.job.value()));
+    if (action == "reserve" && e.job == JobId(2) && e.at == Seconds(600)) {
+      reserved = true;
+      EXPECT_EQ(e.node, "n0");
+      EXPECT_EQ(e.reason, "8 GPUs on 1 node(s) reserved, due at 7200 s");
+    }
+    if (action == "pending" && e.job == JobId(2) && e.at == Seconds(600)) {
+      why_two = true;
+      EXPECT_NE(e.reason.find("reservation"), std::string::npos) << e.reason;
+    }
+    if (action == "pending" && e.job == JobId(3) && e.at == Seconds(700)) why_three = true;
+  }
+  EXPECT_TRUE(reserved);
+  EXPECT_TRUE(why_two);
+  EXPECT_TRUE(why_three);
+  std::vector<std::string> acted_plain;
+  for (const auto& e : plain) {
+    const std::string action = e.action;
+    EXPECT_TRUE(action != "pending" && action != "reserve") << "logged without explain: " << action;
+    if (action == "start" || action == "stop")
+      acted_plain.push_back(action + std::to_string(e.job.value()));
+  }
+  EXPECT_EQ(acted, acted_plain);
+  EXPECT_EQ(acted_plain, (std::vector<std::string>{"start1", "start2", "start3"}));
+}
+
 // Owed GPU time that funded work did not hold is split by where the GPUs went. Job 1 (funded, 8
 // GPUs) and a 16-GPU gang of the same budget wait beside an unfunded job: the gang can neither
 // fit, nor preempt its own budget's job, nor reserve (that job has no known end), so the

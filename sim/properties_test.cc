@@ -4,9 +4,10 @@
 //
 // Scenarios come from hg::sim::Rng with a fixed seed and a fixed count per property (the count is
 // in each test's name), so every run checks the same scenarios; rapidcheck was not used because
-// its count and seed come from the environment (RC_PARAMS), which CI does not set. Each property
-// also asserts that its scenarios had the contention it is about (some job waited, a backlog
-// remained, a preemption happened), so none of the checks can pass vacuously.
+// its count and seed come from the environment (RC_PARAMS), which CI does not set;
+// `scripts/soak.sh` runs the same checks on other scenarios (HOURGLASS_SOAK_ROUND, see RootSeed).
+// Each property also asserts that its scenarios had the contention it is about (some job waited,
+// a backlog remained, a preemption happened), so none of the checks can pass vacuously.
 //
 // Sizes are kept small (2-8 nodes of 4-8 GPUs, 2-4 budgets in 1-2 levels, hours to a few days) so
 // the whole file runs in about 5 s in a RelWithDebInfo build. 1,345 scenarios in all (plus 100
@@ -20,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -32,9 +35,23 @@
 #include "sim/result.h"
 #include "sim/rng.h"
 #include "sim/scenario.h"
+#include "sim/scenario_io.h"
 
 namespace hg::sim {
 namespace {
+
+// Soak runs (scripts/soak.sh) check every property on other scenarios: HOURGLASS_SOAK_ROUND=k
+// (k > 0) mixes k into each property's root seed, so each round is a new, reproducible set of the
+// same sizes. CI and scripts/test.sh run round 0, the fixed scenarios named above.
+uint64_t RootSeed(uint64_t base) {
+  static const uint64_t round = [] {
+    const char* v = std::getenv("HOURGLASS_SOAK_ROUND");
+    return v == nullptr ? uint64_t{0} : std::strtoull(v, nullptr, 10);
+  }();
+  if (round == 0) return base;
+  uint64_t mix = base ^ (round * 0x9E3779B97F4A7C15ULL);
+  return SplitMix64(mix);
+}
 
 // Scenarios per property (at least 1,000 in all, as the issue asks).
 constexpr int kP1Scenarios = 150;
@@ -188,7 +205,28 @@ struct Spinning {
   Seconds at;
 };
 
+// The label of the scenario being checked (set by Trace), for DumpScenario.
+std::string& CurrentTrace() {
+  static std::string label = "scenario";
+  return label;
+}
+
+// With HOURGLASS_SOAK_DUMP=DIR, every scenario run is written to DIR/<label>-<policy>/ as files
+// `hourglass sim --cluster/--budgets/--workload/--events --end-days` replays (the end in end_days),
+// so a failure a soak round finds can be studied with the CLI and its decision log.
+void DumpScenario(const Scenario& sc, std::string_view policy) {
+  const char* dir = std::getenv("HOURGLASS_SOAK_DUMP");
+  if (dir == nullptr) return;
+  std::string label = CurrentTrace() + "-" + std::string(policy);
+  std::replace(label.begin(), label.end(), ' ', '-');
+  const std::string out = std::string(dir) + "/" + label;
+  auto w = WriteScenario(sc, out);
+  ASSERT_TRUE(w) << w.error().ToString();
+  std::ofstream(out + "/end_days") << static_cast<double>(sc.end.value()) / 86400.0 << "\n";
+}
+
 std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "hourglass") {
+  DumpScenario(sc, policy);
   SimOptions options;
   options.progress = [](Seconds at, int64_t events) {
     if (events > kMaxEvents) throw Spinning{at};
@@ -226,14 +264,15 @@ Seconds FirstStart(const SimJob& j, const JobRecord& rec) {
 bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
 
 std::string Trace(const char* property, int i) {
-  return std::string(property) + " scenario " + std::to_string(i);
+  CurrentTrace() = std::string(property) + " scenario " + std::to_string(i);
+  return CurrentTrace();
 }
 
 // ---------------------------------------------------------------------------------------------
 // P1: equal shares and saturating demand give equal GPU-hours.
 
 TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
-  const Rng root(0x50310001);
+  const Rng root(RootSeed(0x50310001));
   const std::vector<int32_t> one_gpu = {1};
   double worst_spread = 0;
   for (int i = 0; i < kP1Scenarios && !::testing::Test::HasFailure(); ++i) {
@@ -313,7 +352,7 @@ TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
 // for the rest of the run.
 
 TEST(PropertiesFairShare, P2UnderShareServedBeforeOverShare_150Scenarios) {
-  const Rng root(0x50320002);
+  const Rng root(RootSeed(0x50320002));
   for (int i = 0; i < kP2Scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("P2", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -403,7 +442,7 @@ TEST(PropertiesFairShare, P2UnderShareServedBeforeOverShare_150Scenarios) {
 // fractions of the delivered funded GPU-hours: x1 3/8, x2 1/8, y 1/2 (y1, y2 1/4 each).
 
 TEST(PropertiesFairShare, P3SharesApplyAtEveryLevel_120Scenarios) {
-  const Rng root(0x50330003);
+  const Rng root(RootSeed(0x50330003));
   const std::vector<int32_t> one_gpu = {1};
   double worst = 0;
   for (int i = 0; i < kP3Scenarios && !::testing::Test::HasFailure(); ++i) {
@@ -485,7 +524,7 @@ TEST(PropertiesFairShare, P3SharesApplyAtEveryLevel_120Scenarios) {
 // interval, a fraction of a percent against jobs of 10-60 min).
 
 TEST(PropertiesFairShare, P4OneBudgetGetsWholeCluster_100Scenarios) {
-  const Rng root(0x50340004);
+  const Rng root(RootSeed(0x50340004));
   for (int i = 0; i < kP4OneBudgetScenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("P4a", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -528,7 +567,7 @@ TEST(PropertiesFairShare, P4OneBudgetGetsWholeCluster_100Scenarios) {
 // other.
 
 TEST(PropertiesFairShare, P4IdleGpusGoToUnfundedBacklog_100Scenarios) {
-  const Rng root(0x50340005);
+  const Rng root(RootSeed(0x50340005));
   // 1-GPU jobs only, like the funded ones, so no GPU is left idle for want of a job that fits.
   const std::vector<int32_t> one_gpu = {1};
   int64_t unfunded_preemptions = 0, one_grace = 0, funded_jobs = 0;
@@ -752,7 +791,7 @@ class PolicyRuns {
 
 void CheckNoStarvation(uint64_t seed, int scenarios, bool mixed_grace, bool quick_repairs,
                        std::string_view policy = "hourglass") {
-  const Rng root(seed);
+  const Rng root(RootSeed(seed));
   int large_waited = 0;
   PolicyRuns runs(policy);
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
@@ -927,7 +966,7 @@ void CheckAllContracts(const Scenario& sc, const SimResult& r, ContractStats& st
 // work comes and goes; nodes fail health checks or are drained by operators.
 void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
                             std::string_view policy = "hourglass") {
-  const Rng root(seed);
+  const Rng root(RootSeed(seed));
   ContractStats st;
   PolicyRuns runs(policy);
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
@@ -986,7 +1025,7 @@ TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
 // funded job may be stopped at all (there are no node events here). The same scenarios with no
 // protection are run as a control: there funded jobs are stopped, so the check can fail.
 TEST(PropertiesContract, FullyProtectedFundedJobsAreNeverStopped_100Scenarios) {
-  const Rng root(0x50430008);
+  const Rng root(RootSeed(0x50430008));
   int64_t control_funded_stops = 0, unfunded_stops = 0, funded_waited = 0;
   for (int i = 0; i < kProtectedScenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("protected", i));
@@ -1025,7 +1064,7 @@ TEST(PropertiesContract, FullyProtectedFundedJobsAreNeverStopped_100Scenarios) {
 // wants beyond what the unfunded jobs free. That a's jobs are stopped at all shows they were
 // eligible victims all along (a holds more than its half, b nothing).
 void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors) {
-  const Rng root(seed);
+  const Rng root(RootSeed(seed));
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("unfunded-first", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
@@ -1126,7 +1165,7 @@ TEST(PropertiesContract, UnfundedJobsArePreemptedFirstSmallPreemptors_100Scenari
 // independently). Hourglass on the same scenarios records none and lets the newcomers wait for the
 // protection to end.
 TEST(PropertiesContract, PriorityBaselineViolatesContractHourglassDoesNot_25Scenarios) {
-  const Rng root(0x5043000a);
+  const Rng root(RootSeed(0x5043000a));
   for (int i = 0; i < kPriorityScenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("priority", i));
     Rng rng = root.Fork(static_cast<uint64_t>(i));
