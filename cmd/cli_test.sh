@@ -396,10 +396,10 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 EOF2
 reaches_policy preempt_below_reaches_policy "preemptions" 1 0 --preempt-below 0.3
 
-# Bob (share 6) preempts Alice's unprotected 1-GPU job at 3,600 s for his 2-hour job; Alice's
-# debug job comes 100 s later. On 8 GPUs no headroom is kept (5% rounds to 0). In fair-share order
-# Bob, far below his share, gets the freed GPU and the debug job waits two hours for it; with
-# --quick-first the debug job gets it when the victim's grace period ends, 20 s after it came.
+# Bob (share 6) asks for one GPU at 3,600 s for two hours, Alice's debug job 100 s later; every
+# GPU is held by Alice's protected work until her 1-GPU job ends at 3,720 s. On 8 GPUs no headroom
+# is kept (5% rounds to 0). In fair-share order Bob, far below his share, gets that GPU and the
+# debug job waits two hours for it; with --quick-first the debug job gets it, 20 s after it came.
 new_case
 printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 6\n' >>"$D/budgets.toml"
 printf 'name,gpus,block\nn1,4,b1\nn2,4,b1\n' >"$D/cluster.csv"
@@ -407,7 +407,7 @@ cat >"$D/workload.csv" <<'EOF2'
 id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 1,0,36000,4,4,alice,batch,28800
 2,0,36000,3,0,alice,batch,28800
-3,0,36000,1,0,alice,batch,0
+3,0,3720,1,0,alice,batch,28800
 4,3600,7200,1,0,bob,batch,0
 5,3700,600,1,0,alice,debug,600
 EOF2

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -40,6 +41,7 @@ struct SimArgs {
   PolicyFlags tuning;
   bool quiet = false;
   bool explain = false;
+  std::vector<int64_t> explain_jobs;  // empty: every job
 };
 
 // Maps the engine's file tokens ("workload", ...) to the paths the user gave.
@@ -126,6 +128,8 @@ int RunSim(const SimArgs& a) {
   if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
   if (a.explain && a.decisions.empty())
     return fail(Error{"--explain", "needs --decisions FILE to write the reasons to", {}, 0});
+  if (!a.explain_jobs.empty() && a.decisions.empty())
+    return fail(Error{"--explain-jobs", "needs --decisions FILE to write the reasons to", {}, 0});
   sim::SimOptions opt;
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
@@ -136,7 +140,7 @@ int RunSim(const SimArgs& a) {
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
   opt.interval = Seconds(a.interval);
-  opt.explain = a.explain;
+  opt.explain = a.explain || !a.explain_jobs.empty();
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : SplitList(a.policies)) {
@@ -164,7 +168,12 @@ int RunSim(const SimArgs& a) {
     };
     if (!a.decisions.empty()) {
       const std::string policy(p->name());
-      opt.decision_log = [&log, policy](const sim::DecisionLogEntry& e) {
+      opt.decision_log = [&log, &a, policy](const sim::DecisionLogEntry& e) {
+        const std::string_view action = e.action;
+        if (!a.explain_jobs.empty() && (action == "pending" || action == "reserve") &&
+            std::find(a.explain_jobs.begin(), a.explain_jobs.end(), e.job.value()) ==
+                a.explain_jobs.end())
+          return;
         nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
                             {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
         log << j.dump() << "\n";
@@ -221,6 +230,10 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_flag("--explain", args->explain,
                 "Also write to --decisions why each job waits and what is reserved, whenever "
                 "that changes (asks the policy for reasons in every cycle: slower)");
+  sim->add_option("--explain-jobs", args->explain_jobs,
+                  "Like --explain, for these job ids only (comma-separated): on a long queue, "
+                  "--explain for every job writes gigabytes")
+      ->delimiter(',');
   AddCompareCommand(*sim, exit_code);
   sim->callback([args, trace_opts, &exit_code] {
     args->trace_tuned = trace_opts.LoadTuned();

@@ -65,6 +65,9 @@ struct StopDecision {
   Reason reason;
   JobId for_job{0};                // the job the GPUs are freed for (0 if none)
   bool violates_contract = false;  // stopped while protected (only baselines or forced drains)
+  // The GPUs stay for_job's once this job has gone (PendingJob::freed_for): the stop was made
+  // outside the fair-share order, so the order alone would not give them to for_job.
+  bool hold_for = false;
 };
 
 struct PendingNote {

@@ -20,10 +20,12 @@ FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered, const
         alloc_[i];
   num_.resize(n);
   den_.resize(n);
+  owed_window_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const BudgetId b(static_cast<int32_t>(i));
     num_[i] = delivered.Usage(b);
-    den_[i] = owed.Usage(b) + owed_now_[i] * w_ + 1.0;
+    owed_window_[i] = owed.Usage(b);
+    den_[i] = owed_window_[i] + owed_now_[i] * w_ + 1.0;
   }
 }
 
@@ -80,7 +82,8 @@ bool FairShare::ServedNoBetter(BudgetId holder, BudgetId victim) const {
 bool FairShare::StaysBelowVictim(BudgetId holder, double gpus, BudgetId victim) const {
   if (holder == victim) return false;
   const auto [h, v] = Divergence(holder, victim);
-  return KeyWith(h, gpus) < Key(v);
+  auto window = [&](BudgetId b) { return num_[Index(b)] / (owed_window_[Index(b)] + 1.0); };
+  return KeyWith(h, gpus) < Key(v) && window(h) < window(v);
 }
 
 }  // namespace hg

@@ -60,7 +60,11 @@ class FairShare {
   // For PolicyConfig::reservation_preempts_gpus: would the holder's side, holding `gpus` more,
   // still be served worse (a lower key) than the victim's side is now? Looser than MayPreempt,
   // which compares with the victim's side after it lost the work, yet the victim's side cannot
-  // take the GPUs back the same way at once (Kueue's "LessThanInitialShare"). Same leaf: never.
+  // take the GPUs back the same way at once (Kueue's "LessThanInitialShare"). And has the
+  // holder's side received less of what it was owed over the window alone, without the live
+  // allocation? Keys with it swap when two gangs swap GPUs (a soak round found two taking them
+  // back and forth each time the other's protection ended); the window moves slowly. Same leaf:
+  // never.
   bool StaysBelowVictim(BudgetId holder, double gpus, BudgetId victim) const;
 
  private:
@@ -69,6 +73,7 @@ class FairShare {
   const BudgetTree& tree_;
   std::vector<double> num_;  // delivered window per node
   std::vector<double> den_;  // owed window + owed_now * w + 1 per node
+  std::vector<double> owed_window_;
   std::vector<double> alloc_;
   std::vector<double> owed_now_;
   double w_;

@@ -47,6 +47,7 @@ class Cycle {
 
  private:
   void Setup();
+  std::vector<JobId> PlaceFreedFor();
   void PlaceFunded();
   // Serves `left[b]` more jobs of each subtree b from the leaves' queues, from `cursor` on, in
   // fair-share order.
@@ -310,10 +311,19 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   for (size_t v : plan->victims) {
     const RunningJob& r = s_.running[v];
     ReasonCode code = ReasonCode::kPreemptForFunded;
-    if (r.spec->funded())
+    // A funded victim taken outside the fair-share order (for a due reservation, or by a quick
+    // job under quick_first) has a budget the walk may reach before this job's once it has gone:
+    // it would take its GPUs back and be stopped again, round after round. Under quick_first the
+    // walk itself is not that order either (quick jobs of every budget first). Such GPUs are held
+    // for this job (StopDecision::hold_for).
+    bool hold = cfg_.quick_first;
+    if (r.spec->funded()) {
       code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation
                                                                    : ReasonCode::kPreemptFairShare;
-    out_.stops.push_back(StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false});
+      hold = hold || !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
+    }
+    out_.stops.push_back(
+        StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false, hold});
     stopping_[v] = true;
     latest = std::max(latest, s_.now + r.spec->grace);
   }
@@ -411,7 +421,32 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
   return false;
 }
 
+// A job whose victims have all gone takes the GPUs they freed first (PendingJob::freed_for, set
+// for stops outside the fair-share order). Otherwise the victims' budget, which the walk may
+// reach first, would take them back, and the job would preempt it again once that work's
+// protection ended, without end.
+std::vector<JobId> Cycle::PlaceFreedFor() {
+  std::vector<JobId> placed;
+  for (const PendingJob& p : s_.pending_funded) {
+    if (!p.spec || !p.freed_for || waiting_on_victims_.count(p.spec->id.value())) continue;
+    const JobSpec& j = *p.spec;
+    BudgetId at{0};
+    if (!WithinLimits(j.budget, j.gpus.value(), &at)) continue;
+    // The debug headroom still holds: while it is short, the GPUs refill it, and the job goes on
+    // to the walk (as any job that the headroom keeps from free GPUs).
+    if (!TryFree(p, cs_.ShapeOf(j.gpus, j.gpus_per_node), true)) continue;
+    placed.push_back(j.id);
+    if (IsQuick(j)) --quick_left_;
+  }
+  std::sort(placed.begin(), placed.end());
+  return placed;
+}
+
 void Cycle::PlaceFunded() {
+  const std::vector<JobId> placed = PlaceFreedFor();
+  auto started = [&](const JobSpec& j) {
+    return !placed.empty() && std::binary_search(placed.begin(), placed.end(), j.id);
+  };
   // Pending funded jobs per leaf, each leaf in (priority, queued, id) order.
   const size_t nb = tree_.size();
   LeafQueues queue(nb);
@@ -422,7 +457,7 @@ void Cycle::PlaceFunded() {
     for (size_t b = 0; b < nb; ++b) queue[b].reserve(count[b]);
   }
   for (const PendingJob& p : s_.pending_funded) {
-    if (!p.spec) continue;
+    if (!p.spec || started(*p.spec)) continue;
     const JobSpec& j = *p.spec;
     queue[Ix(j.budget)].push_back(
         Queued{&p, cs_.ShapeOf(j.gpus, j.gpus_per_node), j.priority, IsQuick(j)});

@@ -152,6 +152,7 @@ TEST(HourglassPolicy, FundedJobPastProtectionIsPreemptedForABudgetFurtherBelowIt
   EXPECT_EQ(s.reason.budget, w.Leaf("a"));
   EXPECT_EQ(s.for_job, kStarved);
   EXPECT_FALSE(s.violates_contract);
+  EXPECT_FALSE(s.hold_for);  // in fair-share order: the order gives it the GPUs anyway
   EXPECT_TRUE(d.starts.empty());
   const std::string why = Describe(s.reason, w.tree());
   EXPECT_NE(why.find("budget a "), std::string::npos) << why;
@@ -718,10 +719,55 @@ TEST(HourglassPolicy, AReservationForALargeJobPreemptsOverShareWorkWhenConfigure
       EXPECT_EQ(s.reason.code, ReasonCode::kPreemptReservation);
       EXPECT_EQ(s.for_job, gang.id);
       EXPECT_FALSE(s.violates_contract);
+      EXPECT_TRUE(s.hold_for);  // fair share alone would not let the gang take b's GPUs
     }
     const PendingNote* note = NoteFor(due, gang.id);
     ASSERT_NE(note, nullptr);
     EXPECT_EQ(note->reason.code, applies ? ReasonCode::kWaitPreemption : ReasonCode::kWaitGpus);
+  }
+}
+
+// GPUs freed by stops made outside the fair-share order are held for the job they were freed
+// for (PendingJob::freed_for): once its victims have gone it is placed before the walk, which
+// would otherwise serve b's requeued work first (b is further below its share than a) and stop
+// it again later. While a victim still stops, the flag changes nothing.
+TEST(HourglassPolicy, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFor) {
+  for (int variant = 0; variant < 3; ++variant) {  // 0: not held, 1: held, 2: held, still stopping
+    SCOPED_TRACE(variant);
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    const NodeId n1 = w.AddNode();
+    w.History("a", Days(2), 4.8, 4.0);
+    w.History("b", Days(2), 3.2, 4.0);
+    const JobSpec& busy = w.NewJob(8, "a", Hours(8));
+    w.Run(busy, Days(2) - Hours(1), {{n0, Gpus(8)}});
+    if (variant == 2) {
+      const JobSpec& victim = w.NewJob(8, "a", Minutes(0));
+      RunningJob& r = w.Run(victim, Days(2) - Hours(1), {{n1, Gpus(8)}});
+      r.stopping = true;
+      r.stop_at = Days(2) + Minutes(1);
+      r.stop_for = JobId(4);
+    }
+    const JobSpec& requeued = w.NewJob(8, "b");
+    w.Pend(requeued, Days(1));
+    JobSpec& held = w.NewJob(8, "a");
+    ASSERT_EQ(held.id, JobId(variant == 2 ? 4 : 3));
+    w.Pend(held, Days(2) - Minutes(30)).freed_for = variant > 0;
+    const Decisions d = w.Cycle(Days(2));
+    EXPECT_TRUE(d.stops.empty());
+    const JobId winner = variant == 1 ? held.id : requeued.id;
+    const StartDecision* s = StartOf(d, winner);
+    if (variant == 2) {
+      // n1 is still busy: nothing starts, and the held job says it waits for its victim.
+      EXPECT_TRUE(d.starts.empty());
+      const PendingNote* note = NoteFor(d, held.id);
+      ASSERT_NE(note, nullptr);
+      EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
+      continue;
+    }
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->placement, (std::vector<Slice>{{n1, Gpus(8)}}));
+    EXPECT_EQ(d.starts.size(), 1u);
   }
 }
 

@@ -57,6 +57,12 @@ struct PendingJob {
   const JobSpec* spec = nullptr;
   Seconds queued_since{0};  // submission or requeue
   int attempt = 1;
+  // GPUs were freed for this job by a stop the policy asked to hold for it
+  // (StopDecision::hold_for) and it has not started since. The driver sets it when it applies
+  // such a stop and clears it after a cycle that leaves no victim of the job stopping. In the
+  // cycle after its last victim has gone, the policy places the job before the fair-share walk,
+  // so the GPUs go to the job they were taken for, not back to the victims' budget.
+  bool freed_for = false;
 };
 
 struct RunningJob {

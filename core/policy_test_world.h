@@ -46,8 +46,9 @@ class PolicyWorld {
     specs_.push_back(std::move(s));
     return specs_.back();
   }
-  void Pend(const JobSpec& j, Seconds queued_since) {
-    (j.funded() ? funded_ : unfunded_).push_back(PendingJob{&j, queued_since, 1});
+  // The entry stays valid until the next Pend or Hole.
+  PendingJob& Pend(const JobSpec& j, Seconds queued_since) {
+    return (j.funded() ? funded_ : unfunded_).emplace_back(PendingJob{&j, queued_since, 1});
   }
   // A compacted-away entry the driver has not removed yet (spec null).
   void Hole(bool funded) { (funded ? funded_ : unfunded_).push_back(PendingJob{}); }

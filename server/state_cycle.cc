@@ -1,6 +1,7 @@
 // The policy cycle and the agents: starts, stops, exits, drains and lost nodes.
 #include <algorithm>
 #include <cassert>
+#include <set>
 
 #include "core/decision.h"
 #include "server/state.h"
@@ -175,6 +176,7 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   j.alloc_since = Seconds(now);
   j.stopping = false;
   j.stop_kind.clear();
+  j.freed_for = false;
   j.estimated_start = kNever;
   running.insert(j.rec.id);
   counts_dirty = true;
@@ -334,7 +336,7 @@ Result<void> State::RunCycle() {
   std::vector<PendingJob> pf, pu;
   for (const auto& [qs, id] : s.pending_funded) {
     const JobRt& j = s.jobs.at(id);
-    pf.push_back(PendingJob{&j.spec, Seconds(qs), j.rec.attempts + 1});
+    pf.push_back(PendingJob{&j.spec, Seconds(qs), j.rec.attempts + 1, j.freed_for});
   }
   for (const auto& [qs, id] : s.pending_unfunded) {
     const JobRt& j = s.jobs.at(id);
@@ -380,8 +382,23 @@ Result<void> State::RunCycle() {
         !ok)
       return ok;
   }
+  for (const StopDecision& st : d.stops) {
+    if (!st.hold_for) continue;
+    auto it = s.jobs.find(st.for_job.value());
+    if (it != s.jobs.end() && it->second.rec.state == "pending") it->second.freed_for = true;
+  }
   for (const StartDecision& st : d.starts)
     if (auto ok = s.Start(st, now); !ok) return ok;
+  // The hold lasts while a victim is stopping and through the one cycle after the last has gone.
+  std::set<int64_t> waiting;
+  for (int64_t id : s.running) {
+    const JobRt& j = s.jobs.at(id);
+    if (j.stopping && j.stop_for.value() != 0) waiting.insert(j.stop_for.value());
+  }
+  for (const auto& [qs, id] : s.pending_funded) {
+    JobRt& j = s.jobs.at(id);
+    if (j.freed_for && !waiting.count(id)) j.freed_for = false;
+  }
   for (const NodeDecision& nd : d.nodes) {
     const auto n = static_cast<size_t>(nd.node.value());
     if (s.nodes[n].state != NodeState::kDraining || nd.to != NodeState::kDrained) continue;

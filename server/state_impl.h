@@ -48,6 +48,10 @@ struct JobRt {
   bool stopping = false;
   Seconds stop_at{0};
   JobId stop_for{0};
+  // Pending, and a stop the policy asked to hold for this job (StopDecision::hold_for) freed
+  // GPUs for it: PendingJob::freed_for. Memory only: after a restart the job simply waits its
+  // turn in the fair-share order.
+  bool freed_for = false;
   // Why it is stopping: "preempt", "max_runtime", "cancel", "lost", "failed" (a gang member
   // failed), "" (not stopping).
   std::string stop_kind;

@@ -129,6 +129,8 @@ class Engine {
 
   void AddPending(int32_t j);
   void RemovePending(int32_t j);
+  PendingJob* FindPending(int32_t j);  // nullptr if not pending
+  void ExpireFreedFor();
   void Compact(std::vector<PendingJob>& v, size_t& holes);
 
   const Scenario& sc_;
@@ -152,6 +154,7 @@ class Engine {
   std::map<std::string, size_t> node_by_name_;
 
   std::vector<PendingJob> pending_funded_, pending_unfunded_;
+  std::vector<int32_t> freed_for_;  // jobs whose PendingJob::freed_for is set
   size_t holes_funded_ = 0, holes_unfunded_ = 0;
   std::vector<RunningJob> running_;
 
@@ -261,23 +264,46 @@ void Engine::AddPending(int32_t j) {
   }
 }
 
-void Engine::RemovePending(int32_t j) {
+PendingJob* Engine::FindPending(int32_t j) {
   const JobSpec& s = specs_[static_cast<size_t>(j)];
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
-  auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
   auto it = std::lower_bound(v.begin(), v.end(), s, [](const PendingJob& a, const JobSpec& key) {
     // Holes keep their queued_since, so the search stays valid; ties are scanned below.
     return a.queued_since < key.submit;
   });
-  for (; it != v.end() && it->queued_since == s.submit; ++it) {
-    if (it->spec == &s) {
-      it->spec = nullptr;
-      ++holes;
-      if (holes * 2 > v.size() + 64) Compact(v, holes);
-      return;
-    }
-  }
-  assert(false && "pending job not found");
+  for (; it != v.end() && it->queued_since == s.submit; ++it)
+    if (it->spec == &s) return &*it;
+  return nullptr;
+}
+
+void Engine::RemovePending(int32_t j) {
+  const JobSpec& s = specs_[static_cast<size_t>(j)];
+  auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
+  auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
+  PendingJob* p = FindPending(j);
+  assert(p && "pending job not found");
+  p->spec = nullptr;
+  p->freed_for = false;
+  ++holes;
+  if (holes * 2 > v.size() + 64) Compact(v, holes);
+}
+
+// PendingJob::freed_for lasts while a victim of the job is stopping and through the one cycle
+// after the last has gone, in which the policy places the job first.
+void Engine::ExpireFreedFor() {
+  if (freed_for_.empty()) return;
+  std::vector<int64_t> waiting;
+  for (const RunningJob& r : running_)
+    if (r.stopping && r.stop_for.value() != 0) waiting.push_back(r.stop_for.value());
+  std::sort(waiting.begin(), waiting.end());
+  std::erase_if(freed_for_, [&](int32_t j) {
+    PendingJob* p =
+        jobs_[static_cast<size_t>(j)].state == JobState::kPending ? FindPending(j) : nullptr;
+    if (p == nullptr) return true;
+    if (std::binary_search(waiting.begin(), waiting.end(), p->spec->id.value())) return false;
+    p->freed_for = false;
+    return true;
+  });
 }
 
 void Engine::Compact(std::vector<PendingJob>& v, size_t& holes) {
@@ -369,6 +395,14 @@ void Engine::StopJob(const StopDecision& d) {
   r.stopping = true;
   r.stop_at = now_ + r.spec->grace;
   r.stop_for = d.for_job;
+  if (d.hold_for && d.for_job.value() != 0) {
+    const auto f = job_by_id_.find(d.for_job.value());
+    if (f != job_by_id_.end() && jobs_[static_cast<size_t>(f->second)].state == JobState::kPending)
+      if (PendingJob* p = FindPending(f->second); p && !p->freed_for) {
+        p->freed_for = true;
+        freed_for_.push_back(f->second);
+      }
+  }
   if (d.reason.code == ReasonCode::kMaxRuntime) {
     rt.stop_ends_job = true;
   } else {
@@ -571,6 +605,7 @@ void Engine::RunCycle() {
   }
   for (const StopDecision& s : d.stops) StopJob(s);
   for (const StartDecision& s : d.starts) StartJob(s);
+  ExpireFreedFor();
   for (const NodeDecision& nd : d.nodes) {
     const auto n = static_cast<size_t>(nd.node.value());
     if (nodes_[n].state != NodeState::kDraining || nd.to != NodeState::kDrained) continue;
