@@ -375,6 +375,17 @@ elif [[ "$(acted "$D/plain.jsonl")" != "$(acted "$D/explained.jsonl")" ]]; then
 else
   pass "explain_logs_reasons  (${why:0:120})"
 fi
+# --explain-jobs 1 names a job that never waits: no reasons at all, the same decisions.
+rc=0
+run_sim "$D" --decisions only1.jsonl --explain-jobs 1 || rc=$?
+if [[ $rc -ne 0 ]] || grep -q '"action":"pending"' "$D/only1.jsonl" ||
+  [[ "$(acted "$D/plain.jsonl")" != "$(acted "$D/only1.jsonl")" ]]; then
+  fail explain_jobs_filters "rc $rc: $(head -c 300 "$D/only1.jsonl")"
+else
+  pass explain_jobs_filters
+fi
+new_case
+check explain_jobs_without_decisions "" "" --explain-jobs --explain-jobs 3
 
 new_case
 check preempt_below_zero "" "" --preempt-below --preempt-below 0
