@@ -313,14 +313,15 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     ReasonCode code = ReasonCode::kPreemptForFunded;
     // A funded victim taken outside the fair-share order (for a due reservation, or by a quick
     // job under quick_first) has a budget the walk may reach before this job's once it has gone:
-    // it would take its GPUs back and be stopped again, round after round. Under quick_first the
-    // walk itself is not that order either (quick jobs of every budget first). Such GPUs are held
-    // for this job (StopDecision::hold_for).
-    bool hold = cfg_.quick_first;
+    // it would take its GPUs back and be stopped again, round after round. So would a quick
+    // victim under quick_first, whose walk places quick jobs of every budget first. Such GPUs are
+    // held for this job (StopDecision::hold_for).
+    bool hold = false;
     if (r.spec->funded()) {
       code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation
                                                                    : ReasonCode::kPreemptFairShare;
-      hold = hold || !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
+      hold = (cfg_.quick_first && IsQuick(*r.spec)) ||
+             !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
     }
     out_.stops.push_back(
         StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false, hold});
