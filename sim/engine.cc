@@ -281,7 +281,10 @@ void Engine::RemovePending(int32_t j) {
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
   auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
   PendingJob* p = FindPending(j);
-  assert(p && "pending job not found");
+  if (p == nullptr) {
+    assert(false && "pending job not found");
+    return;
+  }
   p->spec = nullptr;
   p->freed_for = false;
   ++holes;
