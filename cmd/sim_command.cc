@@ -141,6 +141,10 @@ int RunSim(const SimArgs& a) {
   if (!sc) return fail(sc.error());
   opt.interval = Seconds(a.interval);
   opt.explain = a.explain || !a.explain_jobs.empty();
+  if (!a.explain) {
+    opt.explain_jobs = a.explain_jobs;
+    std::sort(opt.explain_jobs.begin(), opt.explain_jobs.end());
+  }
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : SplitList(a.policies)) {
@@ -168,12 +172,7 @@ int RunSim(const SimArgs& a) {
     };
     if (!a.decisions.empty()) {
       const std::string policy(p->name());
-      opt.decision_log = [&log, &a, policy](const sim::DecisionLogEntry& e) {
-        const std::string_view action = e.action;
-        if (!a.explain_jobs.empty() && (action == "pending" || action == "reserve") &&
-            std::find(a.explain_jobs.begin(), a.explain_jobs.end(), e.job.value()) ==
-                a.explain_jobs.end())
-          return;
+      opt.decision_log = [&log, policy](const sim::DecisionLogEntry& e) {
         nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
                             {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
         log << j.dump() << "\n";

@@ -552,14 +552,19 @@ void Engine::External(const TimedEvent& e) {
 void Engine::LogExplanations(const Decisions& d) {
   for (const StartDecision& s : d.starts) explained_.erase(s.job.value());
   for (const StopDecision& s : d.stops) explained_.erase(s.job.value());
+  auto wanted = [&](JobId id) {
+    const auto& only = opt_.explain_jobs;
+    return only.empty() || std::binary_search(only.begin(), only.end(), id.value());
+  };
   for (const PendingNote& n : d.pending) {
+    if (!wanted(n.job)) continue;
     Explained& e = explained_[n.job.value()];
     if (e.reason == n.reason) continue;
     e.reason = n.reason;
     opt_.decision_log({now_, "pending", n.job, {}, Describe(n.reason, tree_)});
   }
   for (const ReservationDecision& r : d.reservations) {
-    if (r.slices.empty()) continue;
+    if (r.slices.empty() || !wanted(r.job)) continue;
     Explained& e = explained_[r.job.value()];
     if (e.due == r.due && e.slices == r.slices) continue;
     e.due = r.due;

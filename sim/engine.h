@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "core/policy.h"
 #include "sim/result.h"
@@ -27,6 +28,8 @@ struct SimOptions {
   // queue is short. The decisions must be the same either way (a test). With a decision_log, the
   // reasons ("pending") and the reservations ("reserve") of every cycle go to it too.
   bool explain = false;
+  // With explain: log the reasons and reservations of these job ids only (sorted; empty: all).
+  std::vector<int64_t> explain_jobs;
   // Called now and then with (simulated time, events so far), e.g. for a progress line.
   std::function<void(Seconds, int64_t)> progress;
   // Called for every decision applied (start, stop, node drained) with its reason in words, so a
