@@ -61,31 +61,6 @@ std::string JoinInts(const std::vector<int>& v) {
   return s;
 }
 
-// True while a process other than a zombie is in group `pgid`. kill(-pgid, 0) alone also counts
-// zombies, and orphans of a job become zombies of PID 1, which in a container may reap late.
-bool GroupHasLiveMembers(pid_t pgid) {
-  if (kill(-pgid, 0) != 0) return false;
-  std::error_code ec;
-  std::filesystem::directory_iterator it("/proc", ec);
-  if (ec) return true;  // no /proc: trust kill()
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-    const size_t close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close_paren + 1));
-    char state = 0;
-    long ppid = 0, pgrp = 0;
-    if (!(rest >> state >> ppid >> pgrp)) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::string LogPath(const std::string& log_dir, int64_t job, int64_t attempt,
@@ -231,6 +206,29 @@ void JobProcess::Stop(int64_t grace_ms) {
 void JobProcess::Kill() {
   if (ended_ || pid_ <= 0) return;
   kill(-pid_, SIGKILL);
+}
+
+bool GroupHasLiveMembers(pid_t pgid) {
+  if (kill(-pgid, 0) != 0) return false;
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc", ec);
+  if (ec) return true;  // no /proc: trust kill()
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close_paren + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (!(rest >> state >> ppid >> pgrp)) continue;
+    if (pgrp == pgid && state != 'Z' && state != 'X') return true;
+  }
+  return false;
 }
 
 std::optional<ExitReport> JobProcess::Poll() {

@@ -53,6 +53,11 @@ std::vector<std::string> JobEnvironment(const std::vector<std::string>& base,
 // The agent's own environment as "K=V" strings.
 std::vector<std::string> CurrentEnvironment();
 
+// True while a process other than a zombie is in group `pgid`. kill(-pgid, 0) alone also counts
+// zombies, and orphans of a job become zombies of PID 1, which in a container may reap late (the
+// sandbox's PID 1 here took over 2 s at times).
+bool GroupHasLiveMembers(pid_t pgid);
+
 class JobProcess {
  public:
   // Forks and execs the command in a new process group with stdout/stderr appended to the log

@@ -134,18 +134,27 @@ TEST(JobProcess, ExecFailureAndBadCwdAreFailedToStart) {
   EXPECT_EQ(re->how, "failed_to_start");
 }
 
+// Whether the pid written in `pid_file` runs `sleep` (has exec'ed it).
+bool RunsSleep(const std::string& pid_file) {
+  const std::string pid = ReadFile(pid_file);
+  if (pid.empty() || pid.back() != '\n') return false;
+  return ReadFile("/proc/" + pid.substr(0, pid.size() - 1) + "/comm") == "sleep\n";
+}
+
 TEST(JobProcess, SigtermReachesTheWholeGroupAndEndsAsStopped) {
   TempDir d;
   SystemClock clock;
-  // The job and a grandchild each trap TERM and leave a marker; both wait on sleeps.
+  // The job and a grandchild each trap TERM and leave a marker; both wait on sleeps. The test
+  // signals only once both sleeps have exec'ed: bash drops a signal that reaches a child between
+  // its fork and its exec, and that sleep would then outlive the stop (a flaky failure here).
   const std::string script = "trap 'echo parent > " + d / "parent.term" + "; exit 0' TERM\n" +
                              "bash -c 'trap \"echo child > " + d / "child.term" +
-                             "; exit 0\" TERM; touch " + d / "child.ready" +
-                             "; sleep 30 & wait' &\n" + "touch " + d / "parent.ready" +
-                             "\nsleep 30 & wait\n";
+                             "; exit 0\" TERM; sleep 30 & echo $! > " + d / "child.sleep" +
+                             "; wait' &\n" + "sleep 30 & echo $! > " + d / "parent.sleep" +
+                             "\nwait\n";
   auto p = JobProcess::Start(Bash(9, script), d.path(), clock);
   ASSERT_TRUE(
-      WaitFor([&] { return Exists(d / "parent.ready") && Exists(d / "child.ready"); }, 5000));
+      WaitFor([&] { return RunsSleep(d / "parent.sleep") && RunsSleep(d / "child.sleep"); }, 5000));
   EXPECT_FALSE(p->Poll());
   p->Stop(5000);
   auto r = WaitEnd(*p, 4000);

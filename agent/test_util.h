@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "agent/process.h"
+
 namespace hg::agent::testing {
 
 // A fresh directory under /tmp, removed when the object goes away.
@@ -59,7 +61,8 @@ inline bool WaitFor(const std::function<bool()>& cond, int64_t timeout_ms) {
   return cond();
 }
 
-// True while some process is in process group `pgid`.
-inline bool GroupAlive(pid_t pgid) { return kill(-pgid, 0) == 0; }
+// Whether anything of the group still runs. Zombies do not count: orphans of a job are reaped by
+// PID 1, which in a container may take seconds (kill(-pgid, 0) alone made a test flaky here).
+inline bool GroupAlive(pid_t pgid) { return GroupHasLiveMembers(pgid); }
 
 }  // namespace hg::agent::testing
