@@ -424,6 +424,22 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 EOF2
 reaches_policy quick_first_reaches_policy "debug wait p50" 2.0h 20s --quick-first true
 
+# Alice holds 16 GPUs in 2-GPU jobs past their protection and an unfunded job the other 8; Bob
+# (share 6) asks for six 2-GPU jobs. The first stops the unfunded job; by default the next ones
+# each stop one of Alice's jobs as well (four preemptions in all, two of them needless for GPUs,
+# though each moves GPUs from Alice, over her share, to Bob); with --wait-for-spare three of them
+# wait for the unfunded job's other 6 GPUs and one more stops Alice's (three in all).
+new_case
+printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 6\n' >>"$D/budgets.toml"
+printf 'name,gpus,block\nn1,8,b1\nn2,8,b1\nn3,8,b1\n' >"$D/cluster.csv"
+{
+  echo "id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime"
+  for i in 1 2 3 4 5 6 7 8; do echo "$i,0,86400,2,0,alice,batch,600"; done
+  echo "9,0,86400,8,8,,sweep,0"
+  for i in 10 11 12 13 14 15; do echo "$i,3600,14400,2,0,bob,batch,0"; done
+} >"$D/workload.csv"
+reaches_policy wait_for_spare_reaches_policy "preemptions" 4 3 --wait-for-spare true
+
 # `sim compare` takes the same tuning flags and refuses them the same way.
 new_case
 rc=0

@@ -34,6 +34,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "Debug jobs of every budget before other funded work; they may preempt work of "
                   "any budget over its share (true/false)")
       ->capture_default_str();
+  app->add_option("--wait-for-spare", flags->wait_for_spare,
+                  "A preemptor waits for GPUs that leaving jobs free beyond their own "
+                  "preemptors' needs before it stops funded work (true/false)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -62,6 +66,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.reservation_preempts_gpus = flags.reservation_preempts_gpus;
   config.preempt_below = flags.preempt_below;
   config.quick_first = flags.quick_first;
+  config.wait_for_spare = flags.wait_for_spare;
   return config;
 }
 
@@ -78,7 +83,8 @@ std::string Describe(const PolicyConfig& c) {
     << (c.reservation_preempts_gpus > 0 ? std::to_string(c.reservation_preempts_gpus) + "+ GPUs"
                                         : std::string("off"))
     << ", preempt below " << c.preempt_below << ", debug jobs first "
-    << (c.quick_first ? "on" : "off");
+    << (c.quick_first ? "on" : "off") << ", wait for spare GPUs "
+    << (c.wait_for_spare ? "on" : "off");
   return o.str();
 }
 

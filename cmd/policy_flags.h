@@ -21,6 +21,7 @@ struct PolicyFlags {
   int32_t reservation_preempts_gpus = DeployedConfig().reservation_preempts_gpus;
   double preempt_below = DeployedConfig().preempt_below;
   bool quick_first = DeployedConfig().quick_first;
+  bool wait_for_spare = DeployedConfig().wait_for_spare;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

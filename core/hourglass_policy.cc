@@ -79,6 +79,9 @@ class Cycle {
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
+  // Counts `gpus` on `node` as freed by `at` for later preemptors (soon_), and in may_leave_ when
+  // they were not counted there already (jobs leaving before the cycle).
+  void AddSoon(NodeId node, int32_t gpus, Seconds at, bool bound);
   const std::vector<int32_t>& CouldHost(int32_t g);
   // Asked for every running and pending job in every cycle: the first letter settles almost all
   // of them before a full string comparison.
@@ -107,6 +110,9 @@ class Cycle {
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
   std::vector<int32_t> may_leave_;
+  // Per node, GPUs that leaving jobs free beyond what their preemptors take, and when: a later
+  // preemptor waits for them rather than stop more work (empty while there are none).
+  std::vector<Soon> soon_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
   std::vector<Release> releases_;  // TryReserve's scratch, reused for every node it asks about
@@ -200,6 +206,26 @@ void Cycle::Setup() {
       need -= take;
     }
   }
+  // What leaving jobs free beyond their preemptors' needs (PreemptionPlan::soon). A preemptor's
+  // need is met from its victims in their order; a job leaving for no one (or for a job gone
+  // meanwhile) frees all it holds.
+  std::map<int64_t, int64_t> to_take;  // waiting job id -> GPUs still to come from its victims
+  for (const PendingJob& p : s_.pending_funded)
+    if (cfg_.wait_for_spare && p.spec && waiting_on_victims_.count(p.spec->id.value()))
+      to_take[p.spec->id.value()] = p.spec->gpus.value();
+  for (const RunningJob& r : s_.running) {
+    if (!cfg_.wait_for_spare || !r.stopping) continue;
+    auto it = r.stop_for.value() != 0 ? to_take.find(r.stop_for.value()) : to_take.end();
+    for (const Slice& sl : r.placement) {
+      int32_t spare = sl.gpus.value();
+      if (it != to_take.end()) {
+        const auto take = static_cast<int32_t>(std::min<int64_t>(it->second, spare));
+        it->second -= take;
+        spare -= take;
+      }
+      AddSoon(sl.node, spare, std::max(s_.now, r.stop_at), true);
+    }
+  }
   auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
   fs_.emplace(tree_, *s_.delivered, *s_.owed, alloc, std::move(owed_now), cfg_.live_weight,
               cfg_.preempt_below);
@@ -268,6 +294,15 @@ bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headro
   return false;
 }
 
+void Cycle::AddSoon(NodeId node, int32_t gpus, Seconds at, bool bound) {
+  if (gpus <= 0 || !cs_.ready(node)) return;  // a draining node's GPUs are not for anyone
+  if (soon_.empty()) soon_.resize(cs_.size());
+  const auto n = static_cast<size_t>(node.value());
+  soon_[n].gpus += gpus;
+  soon_[n].at = std::max(soon_[n].at, at);
+  if (bound) may_leave_[n] += gpus;
+}
+
 const std::vector<int32_t>& Cycle::CouldHost(int32_t g) {
   const auto i = static_cast<size_t>(g);
   if (could_host_.size() <= i) could_host_.resize(i + 1);
@@ -304,9 +339,20 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   const std::vector<int32_t>& visit = CouldHost(shape.per_node);
   if (visit.empty()) return false;
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                             MayUseReserved(j), may_leave_, visit);
-  if (!plan || plan->victims.empty()) return false;
+                             MayUseReserved(j), may_leave_, visit, soon_);
+  if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
   Seconds latest = s_.now;
+  // What the job needs on each of its nodes beyond the free GPUs there and the spare ones it
+  // waits for: the victims' GPUs give that, and the rest of theirs is spare for later preemptors.
+  std::map<int32_t, int32_t> from_victims;
+  for (const Slice& sl : plan->slices)
+    from_victims[sl.node.value()] += sl.gpus.value() - std::min(sl.gpus.value(), cs_.free(sl.node));
+  for (const Slice& w : plan->soon) {
+    Soon& sn = soon_[static_cast<size_t>(w.node.value())];
+    sn.gpus -= w.gpus.value();
+    from_victims[w.node.value()] -= w.gpus.value();
+    latest = std::max(latest, sn.at);
+  }
   // Each stop's reason as the plan judged it, before any victim's GPUs leave the keys.
   for (size_t v : plan->victims) {
     const RunningJob& r = s_.running[v];
@@ -331,6 +377,16 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   for (size_t v : plan->victims) {
     const RunningJob& r = s_.running[v];
     if (r.spec->funded()) AddAlloc(r.spec->budget, -r.gpus().value());
+    if (!cfg_.wait_for_spare) continue;
+    for (const Slice& sl : r.placement) {
+      int32_t spare = sl.gpus.value();
+      if (auto it = from_victims.find(sl.node.value()); it != from_victims.end()) {
+        const int32_t take = std::clamp(it->second, 0, spare);
+        it->second -= take;
+        spare -= take;
+      }
+      AddSoon(sl.node, spare, s_.now + r.spec->grace, false);
+    }
   }
   // The job's GPUs are spoken for: count them for its budget, keep them from others this cycle.
   AddAlloc(j.budget, g);

@@ -771,6 +771,96 @@ TEST(HourglassPolicy, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFo
   }
 }
 
+// Budgets a and b of equal shares on two 8-GPU nodes, two days in: a got 1.5 times its due and b
+// half of it, so b's jobs may preempt a's work once its protection has ended.
+World AOverBUnder() {
+  World w({Top("a"), Top("b")});
+  w.AddNode();
+  w.AddNode();
+  w.History("a", Days(2), 6.0, 4.0);
+  w.History("b", Days(2), 2.0, 4.0);
+  return w;
+}
+
+// An unfunded 8-GPU job leaves for b's 2-GPU job: its other 6 GPUs come free with it. With
+// wait_for_spare, b's next job waits for them rather than stop a's funded work, which b could
+// preempt; without it, or when the leaving job's preemptor needs all its GPUs, it preempts a's.
+TEST(HourglassPolicy, WaitForSpareTakesGpusOfALeavingJobBeforeFundedVictims) {
+  for (int32_t first : {2, 8}) {
+    for (bool wait : {true, false}) {
+      SCOPED_TRACE(testing::Message() << "first " << first << ", wait " << wait);
+      World w = AOverBUnder();
+      const NodeId n0(0), n1(1);
+      const Seconds now = Days(2);
+      const JobSpec& sweep = w.NewJob(8, "");
+      const JobSpec& a_job = w.NewJob(8, "a", Minutes(30));
+      w.Run(a_job, now - Hours(2), n1);
+      const JobSpec& waiting = w.NewJob(first, "b");
+      const JobSpec& next = w.NewJob(2, "b");
+      RunningJob& leaving = w.Run(sweep, now - Hours(1), n0);
+      leaving.stopping = true;
+      leaving.stop_at = now + Seconds(100);
+      leaving.stop_for = waiting.id;
+      w.Pend(waiting, now - Seconds(20));
+      w.Pend(next, now - Seconds(10));
+      PolicyConfig cfg;
+      cfg.wait_for_spare = wait;
+      const Decisions d = w.Cycle(now, true, cfg);
+      const PendingNote* note = NoteFor(d, next.id);
+      ASSERT_NE(note, nullptr);
+      if (first == 2 && wait) {
+        EXPECT_TRUE(d.stops.empty());
+        EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
+        EXPECT_EQ(note->estimated_start, now + Seconds(100));
+      } else {
+        ASSERT_EQ(d.stops.size(), 1u);
+        EXPECT_EQ(d.stops[0].job, a_job.id);
+        EXPECT_EQ(d.stops[0].for_job, next.id);
+      }
+    }
+  }
+}
+
+// In one cycle: the first of b's 2-GPU jobs stops an 8-GPU sweep; with wait_for_spare the next
+// three wait for its other 6 GPUs, and only the fifth stops a's funded work.
+TEST(HourglassPolicy, WaitForSpareSharesOneVictimAmongPreemptorsOfACycle) {
+  for (bool wait : {true, false}) {
+    SCOPED_TRACE(wait);
+    World w = AOverBUnder();
+    const NodeId n0(0), n1(1);
+    const Seconds now = Days(2);
+    const JobSpec& sweep = w.NewJob(8, "");
+    w.Run(sweep, now - Hours(1), n0);
+    for (int k = 0; k < 4; ++k)
+      w.Run(w.NewJob(2, "a", Minutes(30)), now - Hours(2), {{n1, Gpus(2)}});
+    std::vector<JobId> b_jobs;
+    for (int k = 0; k < 5; ++k) {
+      const JobSpec& j = w.NewJob(2, "b");
+      w.Pend(j, now - Seconds(10));
+      b_jobs.push_back(j.id);
+    }
+    PolicyConfig cfg;
+    cfg.wait_for_spare = wait;
+    const Decisions d = w.Cycle(now, true, cfg);
+    int32_t funded_gpus = 0;
+    bool sweep_stopped = false;
+    for (const StopDecision& s : d.stops) {
+      if (s.job == sweep.id)
+        sweep_stopped = true;
+      else
+        funded_gpus += 2;
+    }
+    EXPECT_TRUE(sweep_stopped);
+    // Without the option each of the other four stops one of a's jobs (a is over its share).
+    EXPECT_EQ(funded_gpus, wait ? 2 : 8);
+    for (JobId id : b_jobs) {
+      const PendingNote* note = NoteFor(d, id);
+      ASSERT_NE(note, nullptr) << id;
+      EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption) << id;
+    }
+  }
+}
+
 TEST(HourglassPolicy, UnfundedWorkBorrowsReservedGpusOnlyWhileTheReservationIsFarOff) {
   for (Seconds b_max_runtime : {Hours(1), Hours(3)}) {
     GangWorld g(b_max_runtime);

@@ -16,9 +16,11 @@ namespace {
 struct NodeCost {
   bool feasible = false;
   int funded = 0;   // funded victims needed
+  int waits = 0;    // nodes whose spare GPUs (`soon`) are waited for
   double cost = 0;  // lost work + grace wait
   bool operator<(const NodeCost& o) const {
     if (funded != o.funded) return funded < o.funded;
+    if (waits != o.waits) return waits < o.waits;
     return cost < o.cost;
   }
 };
@@ -29,12 +31,14 @@ std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
-    std::span<const int32_t> may_leave, std::span<const int32_t> visit) {
+    std::span<const int32_t> may_leave, std::span<const int32_t> visit,
+    std::span<const Soon> soon) {
   const int32_t g = shape.per_node;
   // Cost for each node of making `need` GPUs available there. Victims are listed only for the
   // nodes a plan ends up using; scratch space is reused: this runs for every node.
+  constexpr size_t kSoon = static_cast<size_t>(-1);  // a Cand for the node's `soon` GPUs
   struct Cand {
-    bool funded;
+    int rank;  // unfunded victims first, then spare GPUs, then funded victims
     double cost;
     size_t idx;
     int32_t gpus_here;
@@ -62,7 +66,8 @@ std::optional<PreemptionPlan> PlanPreemption(
       if (s.node == id) here += s.gpus.value();
     return here;
   };
-  auto node_cost = [&](size_t n, int32_t need, std::vector<size_t>* victims) {
+  auto node_cost = [&](size_t n, int32_t need, std::vector<size_t>* victims,
+                       std::vector<Slice>* waits) {
     NodeCost nc;
     const NodeId id(static_cast<int32_t>(n));
     if (!cs.ready(id)) return nc;
@@ -75,28 +80,42 @@ std::optional<PreemptionPlan> PlanPreemption(
     if (!may_leave.empty()) {
       if (have + may_leave[n] < need) return nc;
     } else {
-      int32_t held = 0;
+      int32_t held = soon.empty() ? 0 : soon[n].gpus;
       for (size_t i : on_node[n])
         if (!stopping[i]) held += gpus_on(i, id);
       if (have + held < need) return nc;
     }
     cands.clear();
+    // Waiting for spare GPUs loses no work: its cost is the wait alone. Not on reserved GPUs for
+    // a job that may not use them: a leaving job's GPUs may fall to the reservation.
+    if (!soon.empty() && soon[n].gpus > 0 && (may_use_reserved || cs.reserved(id) == 0)) {
+      const double wait = GpuSeconds(job_gpus, std::max(Seconds(0), soon[n].at - now));
+      cands.push_back({1, wait, kSoon, soon[n].gpus});
+    }
     for (size_t i : on_node[n]) {
       if (stopping[i] || !may_take(i)) continue;
       const RunningJob& r = running[i];
       const int32_t here = gpus_on(i, id);
       const double wait = GpuSeconds(job_gpus, r.spec->grace);
-      cands.push_back({r.spec->funded(), LostWork(r, now) + wait, i, here});
+      cands.push_back({r.spec->funded() ? 2 : 0, LostWork(r, now) + wait, i, here});
     }
     std::sort(cands.begin(), cands.end(), [&](const Cand& a, const Cand& b) {
-      if (a.funded != b.funded) return !a.funded;
+      if (a.rank != b.rank) return a.rank < b.rank;
       if (a.cost != b.cost) return a.cost < b.cost;
-      return running[a.idx].spec->id < running[b.idx].spec->id;
+      return running[a.idx].spec->id < running[b.idx].spec->id;  // one kSoon per node at most
     });
     for (const Cand& c : cands) {
       if (have >= need) break;
+      if (c.idx == kSoon) {
+        const int32_t use = std::min(c.gpus_here, need - have);
+        have += use;
+        nc.cost += c.cost;
+        nc.waits = 1;
+        if (waits) waits->push_back(Slice{id, Gpus(use)});
+        continue;
+      }
       have += c.gpus_here;
-      nc.funded += c.funded ? 1 : 0;
+      nc.funded += c.rank == 2 ? 1 : 0;
       nc.cost += c.cost;
       if (victims) victims->push_back(c.idx);
     }
@@ -106,24 +125,24 @@ std::optional<PreemptionPlan> PlanPreemption(
 
   std::vector<NodeCost> costs(cs.size());  // infeasible unless computed
   if (visit.empty()) {
-    for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr);
+    for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr, nullptr);
   } else {
     for (int32_t n : visit)
-      costs[static_cast<size_t>(n)] = node_cost(static_cast<size_t>(n), g, nullptr);
+      costs[static_cast<size_t>(n)] = node_cost(static_cast<size_t>(n), g, nullptr, nullptr);
   }
 
   auto finish = [&](std::vector<size_t> nodes) -> std::optional<PreemptionPlan> {
     PreemptionPlan plan;
     for (size_t n : nodes) {
       plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(n)), Gpus(g)});
-      node_cost(n, g, &plan.victims);
+      node_cost(n, g, &plan.victims, &plan.soon);
     }
     if (shape.rest > 0) {
       std::optional<size_t> best;
       NodeCost best_cost;
       for (size_t n = 0; n < cs.size(); ++n) {
         if (std::find(nodes.begin(), nodes.end(), n) != nodes.end()) continue;
-        const NodeCost c = node_cost(n, shape.rest, nullptr);
+        const NodeCost c = node_cost(n, shape.rest, nullptr, nullptr);
         if (c.feasible && (!best || c < best_cost)) {
           best = n;
           best_cost = c;
@@ -131,7 +150,7 @@ std::optional<PreemptionPlan> PlanPreemption(
       }
       if (!best) return std::nullopt;
       plan.slices.push_back(Slice{NodeId(static_cast<int32_t>(*best)), Gpus(shape.rest)});
-      node_cost(*best, shape.rest, &plan.victims);
+      node_cost(*best, shape.rest, &plan.victims, &plan.soon);
     }
     std::sort(plan.victims.begin(), plan.victims.end());
     plan.victims.erase(std::unique(plan.victims.begin(), plan.victims.end()), plan.victims.end());
@@ -165,6 +184,7 @@ std::optional<PreemptionPlan> PlanPreemption(
     NodeCost total;
     for (size_t n : cand) {
       total.funded += costs[n].funded;
+      total.waits += costs[n].waits;
       total.cost += costs[n].cost;
     }
     if (!best_nodes || total < best_total) {

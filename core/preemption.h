@@ -18,6 +18,14 @@ namespace hg {
 struct PreemptionPlan {
   std::vector<Slice> slices;    // where the job will run
   std::vector<size_t> victims;  // indices into the running jobs
+  std::vector<Slice> soon;      // spare GPUs (`Soon`, per node) the job waits for, not victims
+};
+
+// GPUs on a node that jobs already leaving will free beyond what their own preemptors take
+// (a 2-GPU job that stopped an 8-GPU one leaves 6 spare), and when the last of them goes.
+struct Soon {
+  int32_t gpus = 0;
+  Seconds at{0};
 };
 
 // GPU-seconds lost if `r` stops at `now`.
@@ -30,11 +38,14 @@ double LostWork(const RunningJob& r, Seconds now);
 // even so are passed over without asking `eligible` about their jobs. `visit`, when given, lists
 // the only nodes that could take a `shape.per_node` slice (the caller knows every other one
 // cannot), so the plan need not look at the rest; an uneven gang's smaller last slice is still
-// sought on every node.
+// sought on every node. `soon[n]`, when given, are spare GPUs of leaving jobs on node n: a plan
+// waits for them rather than stop funded work (no work is lost), after unfunded victims, which
+// go first as ever; `may_leave`, when given with it, must count them.
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, const std::vector<bool>& stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
-    std::span<const int32_t> may_leave = {}, std::span<const int32_t> visit = {});
+    std::span<const int32_t> may_leave = {}, std::span<const int32_t> visit = {},
+    std::span<const Soon> soon = {});
 
 }  // namespace hg

@@ -50,13 +50,14 @@ struct World {
                                      std::vector<bool> stopping = {}, bool may_use_reserved = false,
                                      const ClusterState* cs_in = nullptr,
                                      std::span<const int32_t> may_leave = {},
-                                     std::span<const int32_t> visit = {}) const {
+                                     std::span<const int32_t> visit = {},
+                                     std::span<const Soon> soon = {}) const {
     const NodeJobs on_node(running, nodes.size());
     if (stopping.empty()) stopping.assign(running.size(), false);
     if (!eligible) eligible = [](size_t) { return true; };
     const ClusterState cs(nodes, running);
     return PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
-                          eligible, kNow, may_use_reserved, may_leave, visit);
+                          eligible, kNow, may_use_reserved, may_leave, visit, soon);
   }
 };
 
@@ -203,6 +204,73 @@ TEST(PlanPreemption, IneligibleAndStoppingJobsAreNeverChosen) {
   auto none = w.Plan(
       Shape{8, 1, 0}, 8, [&](size_t i) { return i != protected_job && i != costly; }, stopping);
   EXPECT_FALSE(none.has_value());
+}
+
+// A leaving 8-GPU job whose preemptor takes 2 leaves 6 spare on its node: a 2-GPU job waits for
+// them rather than stop funded work, and says on which node and how many. Unfunded work still
+// goes first: it may be preempted at any time.
+TEST(PlanPreemption, SpareGpusOfLeavingJobsComeAfterUnfundedAndBeforeFundedVictims) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const NodeId b = w.AddNode(8);
+  const size_t leaving = w.Run({{a, Gpus(8)}}, false, Hours(1));
+  const size_t funded = w.Run({{b, Gpus(8)}}, true, Minutes(1));  // little work to lose
+  std::vector<bool> stopping(w.running.size(), false);
+  stopping[leaving] = true;
+  std::vector<Soon> soon(w.nodes.size());
+  soon[0] = Soon{6, kNow + Seconds(120)};
+  auto plan = w.Plan(Shape{2, 1, 0}, 2, nullptr, stopping, false, nullptr, {}, {}, soon);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_TRUE(plan->victims.empty());
+  EXPECT_EQ(plan->slices, (std::vector<Slice>{{a, Gpus(2)}}));
+  EXPECT_EQ(plan->soon, (std::vector<Slice>{{a, Gpus(2)}}));
+  // Without them the same job stops the funded one.
+  auto without = w.Plan(Shape{2, 1, 0}, 2, nullptr, stopping);
+  ASSERT_TRUE(without.has_value());
+  EXPECT_EQ(without->victims, (std::vector<size_t>{funded}));
+  EXPECT_TRUE(without->soon.empty());
+  // An unfunded job elsewhere is stopped rather than waited around.
+  const NodeId c = w.AddNode(8);
+  const size_t sweep = w.Run({{c, Gpus(8)}}, false, Minutes(1));
+  std::vector<bool> st(w.running.size(), false);
+  st[leaving] = true;
+  soon.resize(w.nodes.size());
+  auto unfunded = w.Plan(Shape{2, 1, 0}, 2, nullptr, st, false, nullptr, {}, {}, soon);
+  ASSERT_TRUE(unfunded.has_value());
+  EXPECT_EQ(unfunded->victims, (std::vector<size_t>{sweep}));
+  EXPECT_TRUE(unfunded->soon.empty());
+}
+
+// Spare GPUs short of the need are topped up with a victim on the same node.
+TEST(PlanPreemption, SpareGpusShortOfTheNeedAreToppedUpWithAVictim) {
+  World w;
+  const NodeId c = w.AddNode(8);
+  const size_t going = w.Run({{c, Gpus(4)}}, false, Hours(1));
+  const size_t funded = w.Run({{c, Gpus(4)}}, true, Minutes(1));
+  std::vector<bool> stopping(w.running.size(), false);
+  stopping[going] = true;
+  std::vector<Soon> soon(1, Soon{3, kNow + Seconds(30)});
+  auto plan = w.Plan(Shape{6, 1, 0}, 6, nullptr, stopping, false, nullptr, {}, {}, soon);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->victims, (std::vector<size_t>{funded}));
+  EXPECT_EQ(plan->soon, (std::vector<Slice>{{c, Gpus(3)}}));
+}
+
+// Spare GPUs on reserved GPUs are not waited for by a job that may not use reserved GPUs: the
+// reservation may take them when they come free.
+TEST(PlanPreemption, SpareGpusOnReservedGpusOnlyForJobsThatMayUseThem) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  const size_t leaving = w.Run({{a, Gpus(6)}}, false, Hours(1));
+  std::vector<bool> stopping(w.running.size(), false);
+  stopping[leaving] = true;
+  ClusterState cs(w.nodes, w.running);
+  cs.Reserve(std::vector<Slice>{{a, Gpus(2)}});
+  std::vector<Soon> soon(1, Soon{6, kNow + Seconds(120)});
+  EXPECT_FALSE(w.Plan(Shape{4, 1, 0}, 4, nullptr, stopping, false, &cs, {}, {}, soon));
+  auto allowed = w.Plan(Shape{4, 1, 0}, 4, nullptr, stopping, true, &cs, {}, {}, soon);
+  ASSERT_TRUE(allowed.has_value());
+  EXPECT_EQ(allowed->soon, (std::vector<Slice>{{a, Gpus(2)}}));
 }
 
 TEST(PlanPreemption, InfeasibleRequestsGiveNullopt) {
