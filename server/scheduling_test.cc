@@ -343,6 +343,62 @@ TEST(Scheduling, WorkThatBackfilledAReservationIsPreemptedForIt) {
   EXPECT_EQ(c.Job(v)["state"], "pending");  // resumable: requeued
 }
 
+// The server's part of the freed-GPU hold (StopDecision::hold_for -> PendingJob::freed_for). With
+// --quick-first a debug job of budget a stops b's batch job, although a is not further below its
+// share (a has used more): a stop outside the fair-share order. While it stops, b's own debug job
+// arrives. When the victim has gone, the first walk (debug jobs) would serve b first, being
+// further below, and b's debug job would take the GPU freed for a's; the hold gives it to a's.
+TEST(Scheduling, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFor) {
+  ServerOptions o;
+  o.config.quick_first = true;
+  Harness h(o);
+  const std::string agent = h.Principal("agent1", "agent");
+  const std::string alice = h.Principal("alice", "user");
+  for (const char* name : {"a", "b"})
+    ASSERT_EQ(
+        h.Post("/v1/budgets", h.admin(), {{"name", name}, {"share", 1.0}, {"members", {"alice"}}})
+            .status,
+        201);
+  FakeAgent n1(h, agent, "n1", 1);
+  ASSERT_EQ(n1.Register().status, 200);
+  auto submit = [&](const json& body) {
+    Resp r = h.Post("/v1/jobs", alice, body);
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.value("id", int64_t{0});
+  };
+  auto job = [&](int64_t id) { return h.Get("/v1/jobs/" + std::to_string(id), alice).body; };
+  auto beat_until = [&](const std::function<bool()>& cond) {
+    return Eventually([&] {
+      n1.Beat();
+      return cond();
+    });
+  };
+  // a uses the GPU for 4 s, so it has received more than b by the time the GPU changes hands.
+  const int64_t a0 = submit({{"budget", "a"}, {"gpus", 1}, {"command", {"x"}}});
+  ASSERT_TRUE(beat_until([&] { return n1.Runs(a0); }));
+  SystemClock clock;
+  const int64_t until = clock.NowMs() + 4000;
+  ASSERT_TRUE(Eventually([&] { return clock.NowMs() >= until; }, 6000));
+  n1.Exit(a0, 0, std::nullopt);
+  ASSERT_TRUE(beat_until([&] { return job(a0)["state"] == "succeeded"; }));
+  const int64_t b1 = submit({{"budget", "b"},
+                             {"gpus", 1},
+                             {"min_runtime_s", 1},
+                             {"resumable", true},
+                             {"command", {"train"}}});
+  ASSERT_TRUE(beat_until([&] { return n1.Runs(b1); }));
+  // a's debug job stops b's batch job once its 1 s of protection is over.
+  const int64_t a1 = submit({{"budget", "a"}, {"gpus", 1}, {"class", "debug"}, {"command", {"d"}}});
+  ASSERT_TRUE(beat_until([&] { return job(b1)["state"] == "stopping"; })) << job(b1).dump();
+  const int64_t b2 = submit({{"budget", "b"}, {"gpus", 1}, {"class", "debug"}, {"command", {"d"}}});
+  n1.Exit(b1, std::nullopt, 15);
+  ASSERT_TRUE(beat_until([&] { return n1.Runs(a1) || n1.Runs(b2); })) << job(a1).dump() << "\n"
+                                                                      << job(b2).dump();
+  EXPECT_TRUE(n1.Runs(a1)) << job(a1).dump() << "\n" << job(b2).dump();
+  EXPECT_EQ(job(b2)["state"], "pending");
+  EXPECT_EQ(job(b1)["state"], "pending");  // resumable: requeued
+}
+
 TEST(Scheduling, LogsAreFetchedFromTheAgentWithItsToken) {
   Harness h;
   const std::string agent = h.Principal("agent1", "agent");
