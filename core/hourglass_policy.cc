@@ -79,9 +79,27 @@ class Cycle {
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
-  // Counts `gpus` on `node` as freed by `at` for later preemptors (soon_), and in may_leave_ when
-  // they were not counted there already (jobs leaving before the cycle).
-  void AddSoon(NodeId node, int32_t gpus, Seconds at, bool bound);
+  // Counts what leaving job `r` frees by `at` beyond its preemptor's need as spare GPUs for later
+  // preemptors (soon_). `need_on(slice)` points at the GPUs the preemptor still needs from
+  // leaving jobs there (taken from the slice first, and counted down), or is null. `bound`: also
+  // count them in may_leave_, which did not count jobs leaving before the cycle.
+  template <typename NeedOn>
+  void AddSpareOf(const RunningJob& r, Seconds at, bool bound, NeedOn need_on) {
+    for (const Slice& sl : r.placement) {
+      int32_t spare = sl.gpus.value();
+      if (int64_t* need = need_on(sl)) {
+        const auto take = static_cast<int32_t>(std::clamp<int64_t>(*need, 0, spare));
+        *need -= take;
+        spare -= take;
+      }
+      if (spare <= 0 || !cs_.ready(sl.node)) continue;  // a draining node's GPUs are for no one
+      if (soon_.empty()) soon_.resize(cs_.size());
+      const auto n = static_cast<size_t>(sl.node.value());
+      soon_[n].gpus += spare;
+      soon_[n].at = std::max(soon_[n].at, at);
+      if (bound) may_leave_[n] += spare;
+    }
+  }
   const std::vector<int32_t>& CouldHost(int32_t g);
   // Asked for every running and pending job in every cycle: the first letter settles almost all
   // of them before a full string comparison.
@@ -209,21 +227,16 @@ void Cycle::Setup() {
   // What leaving jobs free beyond their preemptors' needs (PreemptionPlan::soon). A preemptor's
   // need is met from its victims in their order; a job leaving for no one (or for a job gone
   // meanwhile) frees all it holds.
-  std::map<int64_t, int64_t> to_take;  // waiting job id -> GPUs still to come from its victims
-  for (const PendingJob& p : s_.pending_funded)
-    if (cfg_.wait_for_spare && p.spec && waiting_on_victims_.count(p.spec->id.value()))
-      to_take[p.spec->id.value()] = p.spec->gpus.value();
-  for (const RunningJob& r : s_.running) {
-    if (!cfg_.wait_for_spare || !r.stopping) continue;
-    auto it = r.stop_for.value() != 0 ? to_take.find(r.stop_for.value()) : to_take.end();
-    for (const Slice& sl : r.placement) {
-      int32_t spare = sl.gpus.value();
-      if (it != to_take.end()) {
-        const auto take = static_cast<int32_t>(std::min<int64_t>(it->second, spare));
-        it->second -= take;
-        spare -= take;
-      }
-      AddSoon(sl.node, spare, std::max(s_.now, r.stop_at), true);
+  if (cfg_.wait_for_spare) {
+    std::map<int64_t, int64_t> to_take;  // waiting job id -> GPUs still to come from its victims
+    for (const PendingJob& p : s_.pending_funded)
+      if (p.spec && waiting_on_victims_.count(p.spec->id.value()))
+        to_take[p.spec->id.value()] = p.spec->gpus.value();
+    for (const RunningJob& r : s_.running) {
+      if (!r.stopping) continue;
+      const auto it = to_take.find(r.stop_for.value());
+      AddSpareOf(r, std::max(s_.now, r.stop_at), true,
+                 [&](const Slice&) { return it == to_take.end() ? nullptr : &it->second; });
     }
   }
   auto owed_now = WaterFill(tree_, demand, static_cast<double>(cs_.capacity()));
@@ -294,15 +307,6 @@ bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headro
   return false;
 }
 
-void Cycle::AddSoon(NodeId node, int32_t gpus, Seconds at, bool bound) {
-  if (gpus <= 0 || !cs_.ready(node)) return;  // a draining node's GPUs are not for anyone
-  if (soon_.empty()) soon_.resize(cs_.size());
-  const auto n = static_cast<size_t>(node.value());
-  soon_[n].gpus += gpus;
-  soon_[n].at = std::max(soon_[n].at, at);
-  if (bound) may_leave_[n] += gpus;
-}
-
 const std::vector<int32_t>& Cycle::CouldHost(int32_t g) {
   const auto i = static_cast<size_t>(g);
   if (could_host_.size() <= i) could_host_.resize(i + 1);
@@ -344,10 +348,12 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   Seconds latest = s_.now;
   // What the job needs on each of its nodes beyond the free GPUs there and the spare ones it
   // waits for: the victims' GPUs give that, and the rest of theirs is spare for later preemptors.
-  std::map<int32_t, int32_t> from_victims;
-  for (const Slice& sl : plan->slices)
-    from_victims[sl.node.value()] += sl.gpus.value() - std::min(sl.gpus.value(), cs_.free(sl.node));
-  for (const Slice& w : plan->soon) {
+  std::map<int32_t, int64_t> from_victims;
+  if (cfg_.wait_for_spare)
+    for (const Slice& sl : plan->slices)
+      from_victims[sl.node.value()] +=
+          sl.gpus.value() - std::min(sl.gpus.value(), cs_.free(sl.node));
+  for (const Slice& w : plan->soon) {  // none unless wait_for_spare
     Soon& sn = soon_[static_cast<size_t>(w.node.value())];
     sn.gpus -= w.gpus.value();
     from_victims[w.node.value()] -= w.gpus.value();
@@ -378,15 +384,10 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     const RunningJob& r = s_.running[v];
     if (r.spec->funded()) AddAlloc(r.spec->budget, -r.gpus().value());
     if (!cfg_.wait_for_spare) continue;
-    for (const Slice& sl : r.placement) {
-      int32_t spare = sl.gpus.value();
-      if (auto it = from_victims.find(sl.node.value()); it != from_victims.end()) {
-        const int32_t take = std::clamp(it->second, 0, spare);
-        it->second -= take;
-        spare -= take;
-      }
-      AddSoon(sl.node, spare, s_.now + r.spec->grace, false);
-    }
+    AddSpareOf(r, s_.now + r.spec->grace, false, [&](const Slice& sl) -> int64_t* {
+      const auto it = from_victims.find(sl.node.value());
+      return it == from_victims.end() ? nullptr : &it->second;
+    });
   }
   // The job's GPUs are spoken for: count them for its budget, keep them from others this cycle.
   AddAlloc(j.budget, g);

@@ -45,6 +45,13 @@ struct World {
     return running.size() - 1;
   }
 
+  // The `stopping` argument of Plan with one running job leaving.
+  std::vector<bool> Leaving(size_t i) const {
+    std::vector<bool> stopping(running.size(), false);
+    stopping[i] = true;
+    return stopping;
+  }
+
   std::optional<PreemptionPlan> Plan(const Shape& shape, int32_t gpus,
                                      std::function<bool(size_t)> eligible = nullptr,
                                      std::vector<bool> stopping = {}, bool may_use_reserved = false,
@@ -195,8 +202,7 @@ TEST(PlanPreemption, IneligibleAndStoppingJobsAreNeverChosen) {
   const size_t leaving = w.Run({{b, Gpus(8)}}, false, Seconds(1));
   const size_t costly = w.Run({{c, Gpus(8)}}, true, Hours(9));
   auto eligible = [&](size_t i) { return i != protected_job; };
-  std::vector<bool> stopping(w.running.size(), false);
-  stopping[leaving] = true;
+  const std::vector<bool> stopping = w.Leaving(leaving);
   auto plan = w.Plan(Shape{8, 1, 0}, 8, eligible, stopping);
   ASSERT_TRUE(plan.has_value());
   EXPECT_EQ(plan->victims, (std::vector<size_t>{costly}));
@@ -215,8 +221,7 @@ TEST(PlanPreemption, SpareGpusOfLeavingJobsComeAfterUnfundedAndBeforeFundedVicti
   const NodeId b = w.AddNode(8);
   const size_t leaving = w.Run({{a, Gpus(8)}}, false, Hours(1));
   const size_t funded = w.Run({{b, Gpus(8)}}, true, Minutes(1));  // little work to lose
-  std::vector<bool> stopping(w.running.size(), false);
-  stopping[leaving] = true;
+  const std::vector<bool> stopping = w.Leaving(leaving);
   std::vector<Soon> soon(w.nodes.size());
   soon[0] = Soon{6, kNow + Seconds(120)};
   auto plan = w.Plan(Shape{2, 1, 0}, 2, nullptr, stopping, false, nullptr, {}, {}, soon);
@@ -232,8 +237,7 @@ TEST(PlanPreemption, SpareGpusOfLeavingJobsComeAfterUnfundedAndBeforeFundedVicti
   // An unfunded job elsewhere is stopped rather than waited around.
   const NodeId c = w.AddNode(8);
   const size_t sweep = w.Run({{c, Gpus(8)}}, false, Minutes(1));
-  std::vector<bool> st(w.running.size(), false);
-  st[leaving] = true;
+  const std::vector<bool> st = w.Leaving(leaving);
   soon.resize(w.nodes.size());
   auto unfunded = w.Plan(Shape{2, 1, 0}, 2, nullptr, st, false, nullptr, {}, {}, soon);
   ASSERT_TRUE(unfunded.has_value());
@@ -247,8 +251,7 @@ TEST(PlanPreemption, SpareGpusShortOfTheNeedAreToppedUpWithAVictim) {
   const NodeId c = w.AddNode(8);
   const size_t going = w.Run({{c, Gpus(4)}}, false, Hours(1));
   const size_t funded = w.Run({{c, Gpus(4)}}, true, Minutes(1));
-  std::vector<bool> stopping(w.running.size(), false);
-  stopping[going] = true;
+  const std::vector<bool> stopping = w.Leaving(going);
   std::vector<Soon> soon(1, Soon{3, kNow + Seconds(30)});
   auto plan = w.Plan(Shape{6, 1, 0}, 6, nullptr, stopping, false, nullptr, {}, {}, soon);
   ASSERT_TRUE(plan.has_value());
@@ -262,8 +265,7 @@ TEST(PlanPreemption, SpareGpusOnReservedGpusOnlyForJobsThatMayUseThem) {
   World w;
   const NodeId a = w.AddNode(8);
   const size_t leaving = w.Run({{a, Gpus(6)}}, false, Hours(1));
-  std::vector<bool> stopping(w.running.size(), false);
-  stopping[leaving] = true;
+  const std::vector<bool> stopping = w.Leaving(leaving);
   ClusterState cs(w.nodes, w.running);
   cs.Reserve(std::vector<Slice>{{a, Gpus(2)}});
   std::vector<Soon> soon(1, Soon{6, kNow + Seconds(120)});

@@ -13,19 +13,24 @@ using nlohmann::json;
 struct Cluster {
   Harness h;
   std::string agent, alice;
-  std::unique_ptr<FakeAgent> n1, n2;
+  std::unique_ptr<FakeAgent> n1, n2;  // n2 only with two nodes
 
-  Cluster() {
+  // Nodes n1 and n2 of `gpus` GPUs each (or n1 alone), and budget "team" with alice a member.
+  explicit Cluster(ServerOptions o = {}, int gpus = 4, bool two_nodes = true) : h(std::move(o)) {
     agent = h.Principal("agent1", "agent");
     alice = h.Principal("alice", "user");
+    AddBudget("team");
+    n1 = std::make_unique<FakeAgent>(h, agent, "n1", gpus);
+    EXPECT_EQ(n1->Register().status, 200);
+    if (!two_nodes) return;
+    n2 = std::make_unique<FakeAgent>(h, agent, "n2", gpus);
+    EXPECT_EQ(n2->Register().status, 200);
+  }
+  void AddBudget(const std::string& name, double share = 1.0) {
     EXPECT_EQ(
-        h.Post("/v1/budgets", h.admin(), {{"name", "team"}, {"share", 1.0}, {"members", {"alice"}}})
+        h.Post("/v1/budgets", h.admin(), {{"name", name}, {"share", share}, {"members", {"alice"}}})
             .status,
         201);
-    n1 = std::make_unique<FakeAgent>(h, agent, "n1", 4);
-    n2 = std::make_unique<FakeAgent>(h, agent, "n2", 4);
-    EXPECT_EQ(n1->Register().status, 200);
-    EXPECT_EQ(n2->Register().status, 200);
   }
   int64_t Submit(const json& body) {
     Resp r = h.Post("/v1/jobs", alice, body);
@@ -37,7 +42,7 @@ struct Cluster {
   bool BeatUntil(const std::function<bool()>& cond) {
     return Eventually([&] {
       n1->Beat();
-      n2->Beat();
+      if (n2) n2->Beat();
       return cond();
     });
   }
@@ -351,52 +356,36 @@ TEST(Scheduling, WorkThatBackfilledAReservationIsPreemptedForIt) {
 TEST(Scheduling, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFor) {
   ServerOptions o;
   o.config.quick_first = true;
-  Harness h(o);
-  const std::string agent = h.Principal("agent1", "agent");
-  const std::string alice = h.Principal("alice", "user");
-  for (const char* name : {"a", "b"})
-    ASSERT_EQ(
-        h.Post("/v1/budgets", h.admin(), {{"name", name}, {"share", 1.0}, {"members", {"alice"}}})
-            .status,
-        201);
-  FakeAgent n1(h, agent, "n1", 1);
-  ASSERT_EQ(n1.Register().status, 200);
-  auto submit = [&](const json& body) {
-    Resp r = h.Post("/v1/jobs", alice, body);
-    EXPECT_EQ(r.status, 201) << r.text;
-    return r.body.value("id", int64_t{0});
-  };
-  auto job = [&](int64_t id) { return h.Get("/v1/jobs/" + std::to_string(id), alice).body; };
-  auto beat_until = [&](const std::function<bool()>& cond) {
-    return Eventually([&] {
-      n1.Beat();
-      return cond();
-    });
-  };
+  Cluster c(o, 1, false);
+  c.AddBudget("a");
+  c.AddBudget("b");
+  FakeAgent& n1 = *c.n1;
   // a uses the GPU for 4 s, so it has received more than b by the time the GPU changes hands.
-  const int64_t a0 = submit({{"budget", "a"}, {"gpus", 1}, {"command", {"x"}}});
-  ASSERT_TRUE(beat_until([&] { return n1.Runs(a0); }));
+  const int64_t a0 = c.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"x"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(a0); }));
   SystemClock clock;
   const int64_t until = clock.NowMs() + 4000;
   ASSERT_TRUE(Eventually([&] { return clock.NowMs() >= until; }, 6000));
   n1.Exit(a0, 0, std::nullopt);
-  ASSERT_TRUE(beat_until([&] { return job(a0)["state"] == "succeeded"; }));
-  const int64_t b1 = submit({{"budget", "b"},
-                             {"gpus", 1},
-                             {"min_runtime_s", 1},
-                             {"resumable", true},
-                             {"command", {"train"}}});
-  ASSERT_TRUE(beat_until([&] { return n1.Runs(b1); }));
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(a0)["state"] == "succeeded"; }));
+  const int64_t b1 = c.Submit({{"budget", "b"},
+                               {"gpus", 1},
+                               {"min_runtime_s", 1},
+                               {"resumable", true},
+                               {"command", {"train"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(b1); }));
   // a's debug job stops b's batch job once its 1 s of protection is over.
-  const int64_t a1 = submit({{"budget", "a"}, {"gpus", 1}, {"class", "debug"}, {"command", {"d"}}});
-  ASSERT_TRUE(beat_until([&] { return job(b1)["state"] == "stopping"; })) << job(b1).dump();
-  const int64_t b2 = submit({{"budget", "b"}, {"gpus", 1}, {"class", "debug"}, {"command", {"d"}}});
+  const int64_t a1 =
+      c.Submit({{"budget", "a"}, {"gpus", 1}, {"class", "debug"}, {"command", {"d"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(b1)["state"] == "stopping"; })) << c.Job(b1).dump();
+  const int64_t b2 =
+      c.Submit({{"budget", "b"}, {"gpus", 1}, {"class", "debug"}, {"command", {"d"}}});
   n1.Exit(b1, std::nullopt, 15);
-  ASSERT_TRUE(beat_until([&] { return n1.Runs(a1) || n1.Runs(b2); })) << job(a1).dump() << "\n"
-                                                                      << job(b2).dump();
-  EXPECT_TRUE(n1.Runs(a1)) << job(a1).dump() << "\n" << job(b2).dump();
-  EXPECT_EQ(job(b2)["state"], "pending");
-  EXPECT_EQ(job(b1)["state"], "pending");  // resumable: requeued
+  ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(a1) || n1.Runs(b2); })) << c.Job(a1).dump() << "\n"
+                                                                       << c.Job(b2).dump();
+  EXPECT_TRUE(n1.Runs(a1)) << c.Job(a1).dump() << "\n" << c.Job(b2).dump();
+  EXPECT_EQ(c.Job(b2)["state"], "pending");
+  EXPECT_EQ(c.Job(b1)["state"], "pending");  // resumable: requeued
 }
 
 TEST(Scheduling, LogsAreFetchedFromTheAgentWithItsToken) {
