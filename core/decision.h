@@ -12,9 +12,10 @@ namespace hg {
 
 enum class ReasonCode {
   // Why a job starts.
-  kStartFree,          // placed on free GPUs
-  kStartBackfill,      // placed on GPUs reserved for a larger job; it must be preemptible by then
-  kStartAfterPreempt,  // placed on GPUs freed by preemptions this cycle (unused: waits for grace)
+  kStartFree,      // placed on free GPUs
+  kStartBackfill,  // placed on GPUs reserved for a larger job; it must be preemptible by then
+  // placed on GPUs that stops outside the fair-share order freed for it (PendingJob::freed_for)
+  kStartAfterPreempt,
   // Why a job waits.
   kWaitGpus,         // a: GPUs needed, b: GPUs free
   kWaitBudgetLimit,  // budget: the subtree at its limit; a: its limit

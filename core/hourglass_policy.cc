@@ -60,7 +60,9 @@ class Cycle {
   // Preemption planning is spent and no GPU left is one that a job not yet reached could take,
   // so the rest of the walk would only fail job after job.
   bool NothingMoreCanStart() const;
-  bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom);
+  // `code`: the reason of a start on free GPUs (kStartAfterPreempt for GPUs freed for the job).
+  bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom,
+               ReasonCode code = ReasonCode::kStartFree);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
@@ -70,12 +72,15 @@ class Cycle {
   // would be preemptible for the reservation by then; not for a budget served better than r's
   // (that would be ping-pong), nor within a budget (churn). With reservation_preempts_gpus, so
   // does other funded work of a budget over its share, for a holder that large; never debug
-  // work, whose users wait at a terminal. TryReserve counts on the rule, TryPreempt applies it.
+  // work, whose users wait at a terminal, nor work that itself got its GPUs freed that way: two
+  // gangs would take them back and forth, each time the other's protection ended, and a run
+  // shorter than the gang's checkpoint interval is lost every time (soak round 46). TryReserve
+  // counts on the rule, TryPreempt applies it.
   bool YieldsToReservation(const JobSpec& holder, const RunningJob& r) const {
     if (r.backfilled && fs_->ServedNoBetter(holder.budget, r.spec->budget)) return true;
     return cfg_.reservation_preempts_gpus > 0 &&
            holder.gpus.value() >= cfg_.reservation_preempts_gpus && !IsQuick(*r.spec) &&
-           fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
+           !r.took_freed && fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
@@ -292,10 +297,11 @@ void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode cod
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
 }
 
-bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom) {
+bool Cycle::TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom,
+                    ReasonCode code) {
   if (respect_headroom && !HeadroomAllows(*p.spec)) return false;
   if (auto slices = cs_.Find(shape, false, p.spec->funded())) {
-    Start(p, std::move(*slices), ReasonCode::kStartFree);
+    Start(p, std::move(*slices), code);
     return true;
   }
   if (reservations_ > 0 && MayUseReserved(*p.spec)) {
@@ -492,7 +498,8 @@ std::vector<JobId> Cycle::PlaceFreedFor() {
     if (!WithinLimits(j.budget, j.gpus.value(), &at)) continue;
     // The debug headroom still holds: while it is short, the GPUs refill it, and the job goes on
     // to the walk (as any job that the headroom keeps from free GPUs).
-    if (!TryFree(p, cs_.ShapeOf(j.gpus, j.gpus_per_node), true)) continue;
+    if (!TryFree(p, cs_.ShapeOf(j.gpus, j.gpus_per_node), true, ReasonCode::kStartAfterPreempt))
+      continue;
     placed.push_back(j.id);
     if (IsQuick(j)) --quick_left_;
   }

@@ -678,16 +678,21 @@ TEST(HourglassPolicy, WorkThatBackfilledAReservationIsPreemptedForItOncePastItsP
 // GPUs nor a reservation. With it (threshold at most 16), b's work counts as leaving when its
 // protection ends: the gang reserves both nodes, due then, and preempts b's work when it is due.
 // Not when a, holding the gang's GPUs, would be served no worse than b is now (here both were
-// delivered alike): b could then take them back the same way (ping-pong).
+// delivered alike): b could then take them back the same way (ping-pong). Nor when b's work
+// itself started on GPUs freed for it that way (RunningJob::took_freed): two gangs would pass
+// the GPUs back and forth each time a protection ended.
 TEST(HourglassPolicy, AReservationForALargeJobPreemptsOverShareWorkWhenConfigured) {
   struct Case {
     int32_t threshold;
     double a_rate, b_rate;  // GPUs delivered over two days; each was owed 4
     bool applies;
+    bool took_freed = false;  // b's work started on GPUs freed for it
   };
-  for (const Case c : {Case{0, 3.2, 4.8, false}, Case{16, 3.2, 4.8, true},
-                       Case{17, 3.2, 4.8, false}, Case{16, 4.1, 4.1, false}}) {
-    SCOPED_TRACE(testing::Message() << c.threshold << " " << c.a_rate << " " << c.b_rate);
+  for (const Case c :
+       {Case{0, 3.2, 4.8, false}, Case{16, 3.2, 4.8, true}, Case{17, 3.2, 4.8, false},
+        Case{16, 4.1, 4.1, false}, Case{16, 3.2, 4.8, false, true}}) {
+    SCOPED_TRACE(testing::Message()
+                 << c.threshold << " " << c.a_rate << " " << c.b_rate << " " << c.took_freed);
     const int32_t threshold = c.threshold;
     const bool applies = c.applies;
     World w({Top("a"), Top("b")});
@@ -697,8 +702,8 @@ TEST(HourglassPolicy, AReservationForALargeJobPreemptsOverShareWorkWhenConfigure
     w.History("b", Days(2), c.b_rate, 4.0);
     const JobSpec& v0 = w.NewJob(8, "b", Hours(1));
     const JobSpec& v1 = w.NewJob(8, "b", Hours(1));
-    w.Run(v0, Days(2), {{n0, Gpus(8)}});
-    w.Run(v1, Days(2), {{n1, Gpus(8)}});
+    w.Run(v0, Days(2), {{n0, Gpus(8)}}).took_freed = c.took_freed;
+    w.Run(v1, Days(2), {{n1, Gpus(8)}}).took_freed = c.took_freed;
     JobSpec& gang = w.NewJob(16, "a");
     gang.gpus_per_node = Gpus(8);
     w.Pend(gang, Days(2));
@@ -767,6 +772,8 @@ TEST(HourglassPolicy, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFo
     }
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->placement, (std::vector<Slice>{{n1, Gpus(8)}}));
+    EXPECT_EQ(s->reason.code,
+              variant == 1 ? ReasonCode::kStartAfterPreempt : ReasonCode::kStartFree);
     EXPECT_EQ(d.starts.size(), 1u);
   }
 }

@@ -73,6 +73,9 @@ struct RunningJob {
   Seconds stop_at{0};       // when stopping: the SIGKILL deadline
   JobId stop_for{0};        // when preempted: the job the GPUs are freed for
   bool backfilled = false;  // started on GPUs reserved for a larger job
+  // Started on GPUs freed for it by stops outside the fair-share order (a due reservation, or a
+  // debug job under quick_first): the start reason kStartAfterPreempt.
+  bool took_freed = false;
   Seconds checkpointed{0};  // last checkpoint the job reported (<= started: none)
   int attempt = 1;
 

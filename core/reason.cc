@@ -36,7 +36,7 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
       return "started on GPUs reserved for a larger job; it may be preempted once its protection "
              "ends";
     case ReasonCode::kStartAfterPreempt:
-      return "started on GPUs freed by preemption";
+      return "started on GPUs that preemption freed for it";
     case ReasonCode::kWaitGpus:
       return "waiting for " + std::to_string(r.a) + " GPUs (" + std::to_string(r.b) +
              " free, none preemptible for budget " + Budget(tree, r.budget) + ")";

@@ -384,6 +384,10 @@ TEST(Scheduling, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFor) {
   ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(a1) || n1.Runs(b2); })) << c.Job(a1).dump() << "\n"
                                                                        << c.Job(b2).dump();
   EXPECT_TRUE(n1.Runs(a1)) << c.Job(a1).dump() << "\n" << c.Job(b2).dump();
+  // Its start reason says how it got the GPU; the server reads it back into the snapshot
+  // (RunningJob::took_freed), as it does for backfilled work.
+  EXPECT_EQ(c.Job(a1)["reason_code"], "start_after_preempt") << c.Job(a1).dump();
+  EXPECT_EQ(c.Job(a1)["reason"], "started on GPUs that preemption freed for it");
   EXPECT_EQ(c.Job(b2)["state"], "pending");
   EXPECT_EQ(c.Job(b1)["state"], "pending");  // resumable: requeued
 }

@@ -357,6 +357,7 @@ Result<void> State::RunCycle() {
     // Its start reason is kept with the job (the store's reason_code) until it is stopped, so a
     // job that started on reserved GPUs stays preemptible for the reservation after a restart.
     r.backfilled = j.rec.reason_code == CodeName(ReasonCode::kStartBackfill);
+    r.took_freed = j.rec.reason_code == CodeName(ReasonCode::kStartAfterPreempt);
     run.push_back(std::move(r));
   }
   Snapshot snap;

@@ -380,6 +380,7 @@ void Engine::StartJob(const StartDecision& d) {
   r.placement = d.placement;
   r.attempt = rt.attempts;
   r.backfilled = d.reason.code == ReasonCode::kStartBackfill;
+  r.took_freed = d.reason.code == ReasonCode::kStartAfterPreempt;
   r.checkpointed = now_;
   rt.run = static_cast<int32_t>(running_.size());
   running_.push_back(std::move(r));

@@ -1423,6 +1423,15 @@ TEST(PropertiesRegression, TwoGangsDoNotTakeAReservationsGpusBackAndForth) {
   CheckSoakScenario(0x50430007, 14, 92, false, "hourglass-reserve-preempts");
 }
 
+// Soak round 46 (P5 scenario 59) found it again on two whole-cluster gangs of equal shares, each
+// taking the GPUs once the other's protection (1,800 s) had ended: after that long the window
+// alone ordered them the other way. Their checkpoints came every 3,600 s, so each run was lost
+// and neither ever ended (142 stops each). Fixed in HourglassPolicy's YieldsToReservation: work
+// that got its GPUs by such a stop does not give them up the same way.
+TEST(PropertiesRegression, AGangThatTookAReservationsGpusKeepsThemFromTheNext) {
+  CheckSoakScenario(0x50350006, 46, 59, true, "hourglass-reserve-preempts");
+}
+
 TEST(PropertiesRegression, StopsForQuickJobsUnderQuickFirstHoldTheFreedGpus) {
   CheckSoakScenario(0x50430007, 3, 67, false, "hourglass-quick-first");
   CheckSoakScenario(0x50350006, 8, 161, true, "hourglass-quick-first");
