@@ -7,8 +7,7 @@ namespace hg {
 FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered, const UsageLedger& owed,
                      std::span<const double> leaf_alloc, std::vector<double> owed_now,
                      Seconds live_weight, double preempt_below)
-    : tree_(tree),
-      owed_now_(std::move(owed_now)),
+    : owed_now_(std::move(owed_now)),
       w_(static_cast<double>(live_weight.value())),
       preempt_below_(preempt_below) {
   assert(preempt_below > 0 && preempt_below <= 1);
@@ -18,41 +17,40 @@ FairShare::FairShare(const BudgetTree& tree, const UsageLedger& delivered, const
   for (size_t i = n; i-- > 1;)
     alloc_[static_cast<size_t>(tree.parent(BudgetId(static_cast<int32_t>(i))).value())] +=
         alloc_[i];
+  parent_.resize(n);
+  depth_.resize(n);
   num_.resize(n);
   den_.resize(n);
   owed_window_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const BudgetId b(static_cast<int32_t>(i));
+    parent_[i] = tree.parent(b);
+    depth_[i] = tree.depth(b);
     num_[i] = delivered.Usage(b);
     owed_window_[i] = owed.Usage(b);
     den_[i] = owed_window_[i] + owed_now_[i] * w_ + 1.0;
   }
 }
 
-double FairShare::KeyWith(BudgetId b, double delta) const {
-  const size_t i = Index(b);
-  return (num_[i] + (alloc_[i] + delta) * w_) / den_[i];
-}
-
 void FairShare::Add(BudgetId leaf, double gpus) {
-  for (BudgetId cur = leaf; cur.value() >= 0; cur = tree_.parent(cur)) alloc_[Index(cur)] += gpus;
+  for (BudgetId cur = leaf; cur.value() >= 0; cur = parent_[Index(cur)]) alloc_[Index(cur)] += gpus;
 }
 
 std::pair<BudgetId, BudgetId> FairShare::Divergence(BudgetId a, BudgetId b) const {
-  int da = tree_.depth(a), db = tree_.depth(b);
+  int da = depth_[Index(a)], db = depth_[Index(b)];
   BudgetId pa = a, pb = b;
   while (da > db) {
-    a = tree_.parent(a);
+    a = parent_[Index(a)];
     --da;
   }
   while (db > da) {
-    b = tree_.parent(b);
+    b = parent_[Index(b)];
     --db;
   }
   // Walk both up until they share a parent; track the child below the common ancestor.
-  while (tree_.parent(a) != tree_.parent(b)) {
-    a = tree_.parent(a);
-    b = tree_.parent(b);
+  while (parent_[Index(a)] != parent_[Index(b)]) {
+    a = parent_[Index(a)];
+    b = parent_[Index(b)];
   }
   if (a == b) {  // one is an ancestor of the other: cannot happen for two leaves
     return {pa, pb};
@@ -66,6 +64,13 @@ bool FairShare::MayPreempt(BudgetId preemptor, double gpus, BudgetId victim,
   const auto [p, v] = Divergence(preemptor, victim);
   if (Key(p) >= preempt_below_) return false;  // the preemptor's side is not far enough below
   return KeyWith(p, gpus) <= KeyWith(v, -victim_gpus);
+}
+
+bool FairShare::MayPreemptSome(BudgetId preemptor) const {
+  // MayPreempt's side of the preemptor is the preemptor or one of its ancestors below the root.
+  for (BudgetId b = preemptor; b.value() > 0; b = parent_[Index(b)])
+    if (Key(b) < preempt_below_) return true;
+  return false;
 }
 
 bool FairShare::VictimSideOverShare(BudgetId preemptor, BudgetId victim) const {

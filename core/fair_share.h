@@ -31,7 +31,10 @@ class FairShare {
 
   double Key(BudgetId b) const { return KeyWith(b, 0.0); }
   // Key if the subtree of b held `delta` more GPUs.
-  double KeyWith(BudgetId b, double delta) const;
+  double KeyWith(BudgetId b, double delta) const {
+    const size_t i = Index(b);
+    return (num_[i] + (alloc_[i] + delta) * w_) / den_[i];
+  }
   double alloc(BudgetId b) const { return alloc_[Index(b)]; }
   double owed_now(BudgetId b) const { return owed_now_[Index(b)]; }
 
@@ -46,6 +49,48 @@ class FairShare {
   // than the victim's side, and stays so after the move: the victim's budget is never left below
   // the preemptor's (no ping-pong). Same leaf: never.
   bool MayPreempt(BudgetId preemptor, double gpus, BudgetId victim, double victim_gpus) const;
+  // False when neither `preemptor` nor any ancestor of it below the root has a key under
+  // preempt_below: then MayPreempt is false for every victim, and a preemption plan, which asks
+  // it of every job on every node it visits, need not ask.
+  bool MayPreemptSome(BudgetId preemptor) const;
+
+  // MayPreempt for one preemptor, `gpus` and the keys as they are, asked of many victims: a
+  // preemption plan asks it of every job on every node it visits, and most victims share a
+  // budget with another, so each victim budget's side and the preemptor's key against it are
+  // worked out once. The keys must not move while it is used.
+  class Preemptor {
+   public:
+    Preemptor(const FairShare& fs, BudgetId preemptor, double gpus)
+        : fs_(fs),
+          p_(preemptor),
+          g_(gpus),
+          side_(fs.alloc_.size(), kUnknown),
+          lhs_(fs.alloc_.size(), 0.0) {}
+    // == fs.MayPreempt(preemptor, gpus, victim, victim_gpus)
+    bool MayPreempt(BudgetId victim, double victim_gpus) {
+      const size_t v = Index(victim);
+      if (side_[v] == kUnknown) {
+        side_[v] = kNever;
+        if (victim != p_) {
+          const auto [ps, vs] = fs_.Divergence(p_, victim);
+          if (fs_.Key(ps) < fs_.preempt_below_) {
+            side_[v] = vs.value();
+            lhs_[v] = fs_.KeyWith(ps, g_);
+          }
+        }
+      }
+      if (side_[v] == kNever) return false;
+      return lhs_[v] <= fs_.KeyWith(BudgetId(side_[v]), -victim_gpus);
+    }
+
+   private:
+    static constexpr int32_t kUnknown = -2, kNever = -1;
+    const FairShare& fs_;
+    BudgetId p_;
+    double g_;
+    std::vector<int32_t> side_;  // per victim budget: its side's id, kNever, or kUnknown
+    std::vector<double> lhs_;    // per victim budget: the preemptor side's key with `gpus`
+  };
 
   // The looser rule for debug jobs under PolicyConfig::quick_first: is the victim's side (below
   // the two budgets' common ancestor) at or over its share, whatever the preemptor's key? Same
@@ -70,7 +115,10 @@ class FairShare {
  private:
   static size_t Index(BudgetId b) { return static_cast<size_t>(b.value()); }
 
-  const BudgetTree& tree_;
+  // The tree's parents and depths, packed: Divergence climbs them for every victim a plan asks
+  // about, and the tree's nodes are large.
+  std::vector<BudgetId> parent_;
+  std::vector<int> depth_;
   std::vector<double> num_;  // delivered window per node
   std::vector<double> den_;  // owed window + owed_now * w + 1 per node
   std::vector<double> owed_window_;

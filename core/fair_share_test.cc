@@ -247,5 +247,43 @@ TEST_F(FairShareTest, MayPreemptComparesTheSidesBelowTheCommonAncestor) {
   EXPECT_TRUE(fs.MayPreempt(Id("p1"), 1, Id("p2"), 1));
 }
 
+// The plan's shortcuts answer exactly as MayPreempt does: Preemptor for every preemptor, victim
+// and size on a tree whose keys are spread over both sides of 1 (each leaf delivered a different
+// part of what it was owed, holding GPUs now), and MayPreemptSome is false only where no victim
+// may be taken.
+TEST_F(FairShareTest, PlanShortcutsAnswerAsMayPreemptDoes) {
+  const std::vector<std::string> leaves = {"p1", "p2", "q1", "a", "b"};
+  const std::vector<double> part = {0.3, 1.6, 0.9, 1.2, 0.5};
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    History(leaves[i], 2000 * part[i], 2000);
+    alloc_[Ix(leaves[i])] = static_cast<double>(i + 1);
+    owed_now_[Ix(leaves[i])] = 2;
+  }
+  for (const double below : {1.0, 0.5}) {
+    const FairShare fs = Make(Seconds(100), below);
+    int may = 0, may_not = 0, none = 0;
+    for (const std::string& p : leaves)
+      for (const double g : {1.0, 4.0, 16.0}) {
+        FairShare::Preemptor plan(fs, Id(p), g);
+        bool any = false;
+        for (const std::string& v : leaves)
+          for (const double vg : {1.0, 2.0, 5.0}) {
+            const bool want = fs.MayPreempt(Id(p), g, Id(v), vg);
+            EXPECT_EQ(plan.MayPreempt(Id(v), vg), want) << p << " " << g << " " << v << " " << vg;
+            (want ? may : may_not)++;
+            any = any || want;
+          }
+        if (!fs.MayPreemptSome(Id(p))) {
+          EXPECT_FALSE(any) << p;
+          ++none;
+        }
+      }
+    // Both answers occur, and the shortcut is taken for some preemptor, or the test shows nothing.
+    EXPECT_GT(may, 0) << below;
+    EXPECT_GT(may_not, 0) << below;
+    EXPECT_GT(none, 0) << below;
+  }
+}
+
 }  // namespace
 }  // namespace hg

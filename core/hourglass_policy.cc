@@ -33,6 +33,7 @@ size_t Ix(BudgetId b) { return static_cast<size_t>(b.value()); }
 struct Queued {
   const PendingJob* p = nullptr;
   Shape shape;
+  BudgetId budget{0};
   int priority = 0;
   bool quick = false;
 };
@@ -143,8 +144,11 @@ class Cycle {
   // other node can host such a slice later in the cycle, as free GPUs only go down within it.
   std::vector<std::optional<std::vector<int32_t>>> could_host_;
   std::vector<FailureCache> failed_;  // per leaf budget (+1 slot for unfunded)
-  int64_t required_free_ = 0;         // headroom still owed to quick jobs
-  int64_t quick_left_ = 0;            // pending quick jobs the walk has not reached yet
+  // Every pending funded job as the walk sees it, in the snapshot's order: read from the specs
+  // in one pass in Setup, as the queue may be tens of thousands long and each spec a cache miss.
+  std::vector<Queued> queued_;
+  int64_t required_free_ = 0;  // headroom still owed to quick jobs
+  int64_t quick_left_ = 0;     // pending quick jobs the walk has not reached yet
   Seconds reservation_due_ = kNever;
   int reservations_ = 0;
   int preempt_attempts_ = 0;
@@ -183,9 +187,18 @@ void Cycle::Setup() {
   // A job waiting for its victims to exit also holds the free GPUs next to them, or other work
   // would slip in there and have to be preempted in turn.
   std::map<int64_t, int64_t> claim;  // job id -> GPUs still to hold
+  int64_t quick_waiting = 0;
+  queued_.reserve(s_.pending_funded.size());
   for (const PendingJob& p : s_.pending_funded) {
     if (!p.spec) continue;
-    demand[Ix(p.spec->budget)] += p.spec->gpus.value();
+    const JobSpec& j = *p.spec;
+    queued_.push_back(
+        Queued{&p, cs_.ShapeOf(j.gpus, j.gpus_per_node), j.budget, j.priority, IsQuick(j)});
+    demand[Ix(j.budget)] += j.gpus.value();
+    if (queued_.back().quick) {
+      quick_waiting += j.gpus.value();
+      ++quick_left_;
+    }
     if (waiting_on_victims_.empty() || !waiting_on_victims_.count(p.spec->id.value())) continue;
     // GPUs being freed for a job are counted as its budget's already.
     alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
@@ -252,12 +265,6 @@ void Cycle::Setup() {
       kMaxPlanNodeVisits / std::max<int64_t>(1, static_cast<int64_t>(cs_.size()));
   max_plans_ = static_cast<int>(std::clamp<int64_t>(by_size, kMinPreemptPlans, kMaxPreemptPlans));
   const auto capacity = static_cast<double>(cs_.capacity());
-  int64_t quick_waiting = 0;
-  for (const PendingJob& p : s_.pending_funded)
-    if (p.spec && IsQuick(*p.spec)) {
-      quick_waiting += p.spec->gpus.value();
-      ++quick_left_;
-    }
   const auto base = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
   const auto most = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
   int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
@@ -336,12 +343,17 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // did.
   const bool holder = reservations_ < cfg_.max_reservations;
   const double g = j.gpus.value();
+  const bool may_fs = fs_->MayPreemptSome(j.budget);
+  std::optional<FairShare::Preemptor> fair;  // made when first asked: most plans never do
   auto eligible = [&](size_t i) {
     const RunningJob& r = s_.running[i];
     if (!r.spec->funded()) return true;
     if (s_.now < r.protected_until()) return false;  // the contract
     if (holder && YieldsToReservation(j, r)) return true;
-    if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) return true;
+    if (may_fs) {
+      if (!fair) fair.emplace(*fs_, j.budget, g);
+      if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
+    }
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
@@ -406,6 +418,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   if (reservations_ >= cfg_.max_reservations) return false;
   const JobSpec& j = *p.spec;
   const double g = j.gpus.value();
+  const bool may_fs = fs_->MayPreemptSome(j.budget);
   // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
   // (max_runtime), and jobs that become preemptible for it (protection ends).
   const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
@@ -421,7 +434,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.stop_at);
       } else if (!r.spec->funded()) {
         t = s_.now;
-      } else if (fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value()) ||
+      } else if ((may_fs && fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) ||
                  YieldsToReservation(j, r)) {
         t = std::max(s_.now, r.protected_until());
       } else if (r.spec->max_runtime) {
@@ -517,16 +530,11 @@ void Cycle::PlaceFunded() {
   LeafQueues queue(nb);
   {
     std::vector<size_t> count(nb, 0);
-    for (const PendingJob& p : s_.pending_funded)
-      if (p.spec) ++count[Ix(p.spec->budget)];
+    for (const Queued& q : queued_) ++count[Ix(q.budget)];
     for (size_t b = 0; b < nb; ++b) queue[b].reserve(count[b]);
   }
-  for (const PendingJob& p : s_.pending_funded) {
-    if (!p.spec || started(*p.spec)) continue;
-    const JobSpec& j = *p.spec;
-    queue[Ix(j.budget)].push_back(
-        Queued{&p, cs_.ShapeOf(j.gpus, j.gpus_per_node), j.priority, IsQuick(j)});
-  }
+  for (const Queued& q : queued_)
+    if (!started(*q.p->spec)) queue[Ix(q.budget)].push_back(q);
   // Jobs per subtree for the first walk, and its long work held for the second walk (only with
   // quick_first: the first serves quick jobs alone).
   std::vector<int64_t> left(nb, 0), later(nb, 0);
@@ -572,6 +580,9 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
   // leaf's next job is taken without it (most jobs of a long queue fail one after another).
   BudgetId b = kRootBudget;
   bool walk = true;
+  // A job known to fail has no side effect unless reasons are wanted or a large job holds back
+  // its leaf.
+  const bool skip_known = !s_.explain && cfg_.large_job_gpus == 0;
   while (left[0] > 0) {
     if (walk) b = kRootBudget;
     while (walk && !tree_.is_leaf(b)) {
@@ -588,13 +599,38 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
       assert(best.value() >= 0);
       b = best;
     }
+    if (skip_known) {
+      // Jobs whose shape already failed at this leaf, as most of a long queue does: passed over
+      // in a run, their subtrees' counts moved once, as one by one they would fail without a
+      // side effect (keys unmoved, so the walk would stay at this leaf).
+      const std::vector<Queued>& lq = queue[Ix(b)];
+      size_t& cur = cursor[Ix(b)];
+      int64_t skipped = 0;
+      bool done = false;
+      while (skipped < left[Ix(b)] && failed_[Ix(b)].Known(lq[cur].shape)) {
+        if (lq[cur].quick) --quick_left_;
+        ++cur;
+        ++skipped;
+        if (NothingMoreCanStart()) {
+          done = true;
+          break;
+        }
+      }
+      if (skipped > 0)
+        for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) left[Ix(c)] -= skipped;
+      if (done) break;
+      if (left[Ix(b)] == 0) {
+        walk = true;
+        continue;
+      }
+    }
     const Queued& q = queue[Ix(b)][cursor[Ix(b)]++];
     const PendingJob& p = *q.p;
     for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
     const int64_t moves = alloc_moves_;
     if (q.quick) --quick_left_;
     // A leaf's quick jobs come first, so every job after a held one is long work.
-    if (!s_.explain && cfg_.large_job_gpus == 0 && failed_[Ix(b)].Known(q.shape)) {
+    if (skip_known && failed_[Ix(b)].Known(q.shape)) {
       // Process would fail it without a side effect; most of a long queue ends here.
     } else if (const JobSpec* large = held_by[Ix(b)]) {
       Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
