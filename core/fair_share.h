@@ -60,12 +60,17 @@ class FairShare {
   // worked out once. The keys must not move while it is used.
   class Preemptor {
    public:
-    Preemptor(const FairShare& fs, BudgetId preemptor, double gpus)
-        : fs_(fs),
-          p_(preemptor),
-          g_(gpus),
-          side_(fs.alloc_.size(), kUnknown),
-          lhs_(fs.alloc_.size(), 0.0) {}
+    // Per victim budget: its side's id (or kNever, kUnknown), and the preemptor side's key with
+    // `gpus` against it. Owned by the caller, so that plan after plan reuses the memory.
+    struct Scratch {
+      std::vector<int32_t> side;
+      std::vector<double> lhs;
+    };
+    Preemptor(const FairShare& fs, BudgetId preemptor, double gpus, Scratch& scratch)
+        : fs_(fs), p_(preemptor), g_(gpus), side_(scratch.side), lhs_(scratch.lhs) {
+      side_.assign(fs.alloc_.size(), kUnknown);
+      lhs_.resize(fs.alloc_.size());
+    }
     // == fs.MayPreempt(preemptor, gpus, victim, victim_gpus)
     bool MayPreempt(BudgetId victim, double victim_gpus) {
       const size_t v = Index(victim);
@@ -88,8 +93,8 @@ class FairShare {
     const FairShare& fs_;
     BudgetId p_;
     double g_;
-    std::vector<int32_t> side_;  // per victim budget: its side's id, kNever, or kUnknown
-    std::vector<double> lhs_;    // per victim budget: the preemptor side's key with `gpus`
+    std::vector<int32_t>& side_;
+    std::vector<double>& lhs_;
   };
 
   // The looser rule for debug jobs under PolicyConfig::quick_first: is the victim's side (below

@@ -262,9 +262,10 @@ TEST_F(FairShareTest, PlanShortcutsAnswerAsMayPreemptDoes) {
   for (const double below : {1.0, 0.5}) {
     const FairShare fs = Make(Seconds(100), below);
     int may = 0, may_not = 0, none = 0;
+    FairShare::Preemptor::Scratch scratch;  // shared by every plan, as a cycle's are
     for (const std::string& p : leaves)
       for (const double g : {1.0, 4.0, 16.0}) {
-        FairShare::Preemptor plan(fs, Id(p), g);
+        FairShare::Preemptor plan(fs, Id(p), g, scratch);
         bool any = false;
         for (const std::string& v : leaves)
           for (const double vg : {1.0, 2.0, 5.0}) {

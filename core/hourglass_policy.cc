@@ -140,6 +140,7 @@ class Cycle {
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
   std::vector<Release> releases_;  // TryReserve's scratch, reused for every node it asks about
+  FairShare::Preemptor::Scratch fair_scratch_;  // TryPreempt's, reused for every plan
   // Per slice size g, the nodes whose free GPUs plus may_leave_ reached g when first asked: no
   // other node can host such a slice later in the cycle, as free GPUs only go down within it.
   std::vector<std::optional<std::vector<int32_t>>> could_host_;
@@ -351,7 +352,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (s_.now < r.protected_until()) return false;  // the contract
     if (holder && YieldsToReservation(j, r)) return true;
     if (may_fs) {
-      if (!fair) fair.emplace(*fs_, j.budget, g);
+      if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
       if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     }
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
