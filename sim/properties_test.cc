@@ -1176,8 +1176,9 @@ void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors
         << unfunded_nodes * gpus;
   }
   // With wait_for_spare, b's small jobs share the spare GPUs of their victims instead of each
-  // stopping more of a's work (86 of the 100 scenarios of CI's round).
-  if (policy != "hourglass") {
+  // stopping more of a's work (86 of the 100 scenarios of CI's round). Counted over a whole round
+  // only: a failure above ends the round early.
+  if (policy != "hourglass" && !::testing::Test::HasFailure()) {
     EXPECT_GT(fewer, scenarios / 2) << policy;
   }
 }
