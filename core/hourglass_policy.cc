@@ -511,8 +511,12 @@ std::vector<JobId> Cycle::PlaceFreedFor() {
     BudgetId at{0};
     if (!WithinLimits(j.budget, j.gpus.value(), &at)) continue;
     // The debug headroom still holds: while it is short, the GPUs refill it, and the job goes on
-    // to the walk (as any job that the headroom keeps from free GPUs).
-    if (!TryFree(p, cs_.ShapeOf(j.gpus, j.gpus_per_node), true, ReasonCode::kStartAfterPreempt))
+    // to the walk (as any job that the headroom keeps from free GPUs). Not under quick_first: its
+    // walk places the debug jobs first, so a debug victim, requeued and waiting, grew the headroom
+    // that kept the job from the GPUs, then took them back itself, and the job stopped it again
+    // once its protection ended, thousands of times (soak round 153).
+    if (!TryFree(p, cs_.ShapeOf(j.gpus, j.gpus_per_node), !cfg_.quick_first,
+                 ReasonCode::kStartAfterPreempt))
       continue;
     placed.push_back(j.id);
     if (IsQuick(j)) --quick_left_;
