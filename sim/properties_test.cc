@@ -1441,8 +1441,9 @@ TEST(PropertiesRegression, StopsForQuickJobsUnderQuickFirstHoldTheFreedGpus) {
 // Soak rounds 153 (contract scenario 63) and 144 (P5 scenario 50), quick_first: the GPUs held
 // for a job whose debug victim was requeued went back to that victim. The waiting debug job grew
 // the debug headroom, the headroom kept the job from its freed GPUs, and the quick-first walk
-// gave them to the debug job; once its protection ended the job stopped it again (3,196 times in
-// round 153; in round 144 four funded jobs never started). Under quick_first the held GPUs now go
+// gave them to the debug job; once its protection ended the job stopped it again (in round 153
+// an 8-GPU job stopped the same four jobs about 3,190 times each; in round 144 four funded jobs
+// never started). Under quick_first the held GPUs now go
 // to the job whatever the headroom.
 TEST(PropertiesRegression, UnderQuickFirstTheHeldGpusGoToTheirJobWhateverTheHeadroom) {
   CheckSoakScenario(0x50430007, 153, 63, false, "hourglass-quick-first");
