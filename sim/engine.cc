@@ -157,6 +157,8 @@ class Engine {
   std::vector<int32_t> freed_for_;  // jobs whose PendingJob::freed_for is set
   size_t holes_funded_ = 0, holes_unfunded_ = 0;
   std::vector<RunningJob> running_;
+  // The tree's leaves in id order: Account visits them at every event.
+  std::vector<size_t> leaves_;
 
   // Rates that hold since the last accounting point.
   int64_t capacity_ = 0, alloc_ready_ = 0, unfunded_ready_ = 0;
@@ -182,8 +184,7 @@ void Engine::Account(Seconds to) {
     owed_now_ = WaterFill(tree_, demand_, static_cast<double>(capacity_));
     owed_dirty_ = false;
     owed_sum_ = demand_sum_ = 0;
-    for (size_t b = 1; b < owed_now_.size(); ++b) {
-      if (!tree_.is_leaf(BudgetId(static_cast<int32_t>(b)))) continue;
+    for (const size_t b : leaves_) {
       owed_sum_ += owed_now_[b];
       demand_sum_ += demand_[b];
     }
@@ -196,9 +197,8 @@ void Engine::Account(Seconds to) {
   alloc_hour_ += static_cast<double>(alloc_ready_) * d;
   unf_hour_ += static_cast<double>(unfunded_ready_) * d;
   double funded = 0;
-  for (size_t b = 1; b < leaf_alloc_.size(); ++b) {
+  for (const size_t b : leaves_) {
     const BudgetId id(static_cast<int32_t>(b));
-    if (!tree_.is_leaf(id)) continue;
     funded += leaf_alloc_[b];
     if (leaf_alloc_[b] > 0) {
       delivered_.Charge(id, last_, to, leaf_alloc_[b]);
@@ -664,6 +664,8 @@ SimResult Engine::Run() {
   node_rt_.resize(nodes_.size());
   const size_t nb = tree_.size();
   leaf_alloc_.assign(nb, 0.0);
+  for (size_t b = 1; b < nb; ++b)
+    if (tree_.is_leaf(BudgetId(static_cast<int32_t>(b)))) leaves_.push_back(b);
   demand_.assign(nb, 0.0);
   owed_now_.assign(nb, 0.0);
   delivered_total_.assign(nb, 0.0);
