@@ -50,8 +50,7 @@ class FairShare {
   // the preemptor's (no ping-pong). Same leaf: never.
   bool MayPreempt(BudgetId preemptor, double gpus, BudgetId victim, double victim_gpus) const;
   // False when neither `preemptor` nor any ancestor of it below the root has a key under
-  // preempt_below: then MayPreempt is false for every victim, and a preemption plan, which asks
-  // it of every job on every node it visits, need not ask.
+  // preempt_below: then MayPreempt is false for every victim (Preemptor answers so at once).
   bool MayPreemptSome(BudgetId preemptor) const;
 
   // MayPreempt for one preemptor, `gpus` and the keys as they are, asked of many victims: a
@@ -67,12 +66,19 @@ class FairShare {
       std::vector<double> lhs;
     };
     Preemptor(const FairShare& fs, BudgetId preemptor, double gpus, Scratch& scratch)
-        : fs_(fs), p_(preemptor), g_(gpus), side_(scratch.side), lhs_(scratch.lhs) {
+        : fs_(fs),
+          p_(preemptor),
+          g_(gpus),
+          some_(fs.MayPreemptSome(preemptor)),
+          side_(scratch.side),
+          lhs_(scratch.lhs) {
+      if (!some_) return;  // every answer is no: nothing to remember
       side_.assign(fs.alloc_.size(), kUnknown);
       lhs_.resize(fs.alloc_.size());
     }
     // == fs.MayPreempt(preemptor, gpus, victim, victim_gpus)
     bool MayPreempt(BudgetId victim, double victim_gpus) {
+      if (!some_) return false;
       const size_t v = Index(victim);
       if (side_[v] == kUnknown) {
         side_[v] = kNever;
@@ -93,6 +99,7 @@ class FairShare {
     const FairShare& fs_;
     BudgetId p_;
     double g_;
+    bool some_;  // MayPreemptSome(p_)
     std::vector<int32_t>& side_;
     std::vector<double>& lhs_;
   };

@@ -344,17 +344,14 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // did.
   const bool holder = reservations_ < cfg_.max_reservations;
   const double g = j.gpus.value();
-  const bool may_fs = fs_->MayPreemptSome(j.budget);
   std::optional<FairShare::Preemptor> fair;  // made when first asked: most plans never do
   auto eligible = [&](size_t i) {
     const RunningJob& r = s_.running[i];
     if (!r.spec->funded()) return true;
     if (s_.now < r.protected_until()) return false;  // the contract
     if (holder && YieldsToReservation(j, r)) return true;
-    if (may_fs) {
-      if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
-      if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
-    }
+    if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
+    if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
@@ -419,7 +416,11 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   if (reservations_ >= cfg_.max_reservations) return false;
   const JobSpec& j = *p.spec;
   const double g = j.gpus.value();
-  const bool may_fs = fs_->MayPreemptSome(j.budget);
+  std::optional<FairShare::Preemptor> fair;  // made when first asked
+  auto fair_share_allows = [&](const RunningJob& r) {
+    if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
+    return fair->MayPreempt(r.spec->budget, r.gpus().value());
+  };
   // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
   // (max_runtime), and jobs that become preemptible for it (protection ends).
   const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
@@ -435,8 +436,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.stop_at);
       } else if (!r.spec->funded()) {
         t = s_.now;
-      } else if ((may_fs && fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value())) ||
-                 YieldsToReservation(j, r)) {
+      } else if (fair_share_allows(r) || YieldsToReservation(j, r)) {
         t = std::max(s_.now, r.protected_until());
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
@@ -588,6 +588,11 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
   // A job known to fail has no side effect unless reasons are wanted or a large job holds back
   // its leaf.
   const bool skip_known = !s_.explain && cfg_.large_job_gpus == 0;
+  // `n` jobs of leaf b were taken: the counts of b's subtrees move.
+  auto taken = [&](int64_t n) {
+    if (n > 0)
+      for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) left[Ix(c)] -= n;
+  };
   while (left[0] > 0) {
     if (walk) b = kRootBudget;
     while (walk && !tree_.is_leaf(b)) {
@@ -621,8 +626,7 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
           break;
         }
       }
-      if (skipped > 0)
-        for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) left[Ix(c)] -= skipped;
+      taken(skipped);
       if (done) break;
       if (left[Ix(b)] == 0) {
         walk = true;
@@ -631,13 +635,11 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
     }
     const Queued& q = queue[Ix(b)][cursor[Ix(b)]++];
     const PendingJob& p = *q.p;
-    for (BudgetId c = b; c.value() >= 0; c = tree_.parent(c)) --left[Ix(c)];
+    taken(1);
     const int64_t moves = alloc_moves_;
     if (q.quick) --quick_left_;
     // A leaf's quick jobs come first, so every job after a held one is long work.
-    if (skip_known && failed_[Ix(b)].Known(q.shape)) {
-      // Process would fail it without a side effect; most of a long queue ends here.
-    } else if (const JobSpec* large = held_by[Ix(b)]) {
+    if (const JobSpec* large = held_by[Ix(b)]) {
       Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
     } else if (!Process(p, q.shape) && cfg_.large_job_gpus > 0 && !q.quick &&
                p.spec->gpus.value() >= cfg_.large_job_gpus) {

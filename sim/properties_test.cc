@@ -1443,8 +1443,7 @@ TEST(PropertiesRegression, StopsForQuickJobsUnderQuickFirstHoldTheFreedGpus) {
 // the debug headroom, the headroom kept the job from its freed GPUs, and the quick-first walk
 // gave them to the debug job; once its protection ended the job stopped it again (in round 153
 // an 8-GPU job stopped the same four jobs about 3,190 times each; in round 144 four funded jobs
-// never started). Under quick_first the held GPUs now go
-// to the job whatever the headroom.
+// never started). Under quick_first the held GPUs now go to the job whatever the headroom.
 TEST(PropertiesRegression, UnderQuickFirstTheHeldGpusGoToTheirJobWhateverTheHeadroom) {
   CheckSoakScenario(0x50430007, 153, 63, false, "hourglass-quick-first");
   CheckSoakScenario(0x50350006, 144, 50, true, "hourglass-quick-first");
