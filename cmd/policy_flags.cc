@@ -38,6 +38,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "A preemptor waits for GPUs that leaving jobs free beyond their own "
                   "preemptors' needs before it stops funded work (true/false)")
       ->capture_default_str();
+  app->add_option("--leases", flags->leases,
+                  "Sessions with a lease stay protected while their user is active, beyond "
+                  "min_runtime (true/false)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -67,6 +71,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.preempt_below = flags.preempt_below;
   config.quick_first = flags.quick_first;
   config.wait_for_spare = flags.wait_for_spare;
+  config.leases = flags.leases;
   return config;
 }
 
@@ -84,7 +89,7 @@ std::string Describe(const PolicyConfig& c) {
                                         : std::string("off"))
     << ", preempt below " << c.preempt_below << ", debug jobs first "
     << (c.quick_first ? "on" : "off") << ", wait for spare GPUs "
-    << (c.wait_for_spare ? "on" : "off");
+    << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off");
   return o.str();
 }
 

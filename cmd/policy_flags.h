@@ -22,6 +22,7 @@ struct PolicyFlags {
   double preempt_below = DeployedConfig().preempt_below;
   bool quick_first = DeployedConfig().quick_first;
   bool wait_for_spare = DeployedConfig().wait_for_spare;
+  bool leases = DeployedConfig().leases;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

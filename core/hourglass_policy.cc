@@ -68,6 +68,19 @@ class Cycle {
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
   bool MayUseReserved(const JobSpec& j) const;
+  // When a reservation may count on r becoming preemptible: its protection's end, or, while a
+  // session's lease is in force past its contract, its max_runtime. Its user may renew the lease
+  // until then, and a reservation due a lease from now, every cycle anew, would keep the GPUs
+  // it holds from other work for as long as someone uses the session.
+  Seconds ReleaseBound(const RunningJob& r) const {
+    const Seconds until = ProtectedUntil(r);
+    if (until <= std::max(s_.now, r.contract_until())) return until;
+    return r.spec->max_runtime ? r.started + *r.spec->max_runtime : kNever;
+  }
+  // The contract, extended by a session's lease unless the site turned leases off.
+  Seconds ProtectedUntil(const RunningJob& r) const {
+    return cfg_.leases ? r.protected_until() : r.contract_until();
+  }
   // Does running job r give way to `holder`'s reservation once past its protection (contract
   // case (c))? Work that started on reserved GPUs (backfill) does: it was let in only because it
   // would be preemptible for the reservation by then; not for a budget served better than r's
@@ -170,7 +183,9 @@ void Cycle::Setup() {
   for (size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
     stopping_[i] = r.stopping;
-    const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.protected_until());
+    // A bound for planning: past its contract a session may leave for the reservation it
+    // backfilled, whatever its lease (TryPreempt).
+    const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.contract_until());
     if (may_leave)
       for (const Slice& sl : r.placement)
         may_leave_[static_cast<size_t>(sl.node.value())] += sl.gpus.value();
@@ -288,6 +303,7 @@ bool Cycle::WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const {
 
 bool Cycle::MayUseReserved(const JobSpec& j) const {
   if (!j.funded()) return true;  // preemptible at any time
+  // A session's lease does not hold against the reservation whose GPUs it uses (TryPreempt).
   if (s_.now + j.min_runtime <= reservation_due_) return true;
   return j.max_runtime && s_.now + *j.max_runtime <= reservation_due_;
 }
@@ -348,8 +364,12 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   auto eligible = [&](size_t i) {
     const RunningJob& r = s_.running[i];
     if (!r.spec->funded()) return true;
-    if (s_.now < r.protected_until()) return false;  // the contract
-    if (holder && YieldsToReservation(j, r)) return true;
+    if (s_.now < r.contract_until()) return false;  // the contract
+    const bool yields = holder && YieldsToReservation(j, r);
+    // A session's lease does not hold on the reserved GPUs it was let onto (MayUseReserved).
+    if (yields && r.backfilled) return true;
+    if (s_.now < ProtectedUntil(r)) return false;  // a session's lease
+    if (yields) return true;
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -436,8 +456,10 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.stop_at);
       } else if (!r.spec->funded()) {
         t = s_.now;
+      } else if (r.backfilled && YieldsToReservation(j, r)) {
+        t = std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
       } else if (fair_share_allows(r) || YieldsToReservation(j, r)) {
-        t = std::max(s_.now, r.protected_until());
+        t = std::max(s_.now, ReleaseBound(r));
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
       }

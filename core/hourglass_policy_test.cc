@@ -158,6 +158,60 @@ TEST(HourglassPolicy, FundedJobPastProtectionIsPreemptedForABudgetFurtherBelowIt
   EXPECT_NE(why.find("budget a "), std::string::npos) << why;
 }
 
+// An 8-GPU interactive session of `budget` with a 30-minute lease and a 12 h max_runtime.
+JobSpec& Session(World& w, std::string_view budget, Seconds min_runtime) {
+  JobSpec& v = w.NewJob(8, budget, min_runtime, "interactive");
+  v.lease = Minutes(30);
+  v.max_runtime = Hours(12);
+  return v;
+}
+
+// Starved, with the victim a session started two hours ago (past its 1 h min_runtime), whose
+// user was last active at `active_at`.
+World StarvedSession(Seconds now, Seconds active_at) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  w.History("a", Days(2), 0.0, 4.0);
+  w.History("b", Days(2), 8.0, 4.0);
+  w.Run(Session(w, "b", Hours(1)), now - Hours(2), {{n0, Gpus(8)}}).active_at = active_at;
+  const JobSpec& p = w.NewJob(8, "a", Hours(1));
+  w.Pend(p, now - Minutes(10));
+  return w;
+}
+
+TEST(HourglassPolicy, ASessionInUseIsNotPreemptedPastItsMinRuntime) {
+  const Seconds now = Days(2);
+  World w = StarvedSession(now, now - Minutes(10));
+  const Decisions d = w.Cycle(now);
+  EXPECT_TRUE(d.stops.empty());
+  // The reservation counts on the session's max_runtime, not on its lease running out: its
+  // user may renew the lease until then.
+  ASSERT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].job, kStarved);
+  EXPECT_EQ(d.reservations[0].due, now + Hours(10));
+}
+
+TEST(HourglassPolicy, AParkedSessionLosesItsLeaseALeaseAfterItsUserLeft) {
+  const Seconds now = Days(2);
+  World w = StarvedSession(now, now - Minutes(31));
+  const Decisions d = w.Cycle(now);
+  const StopDecision* s = StopOf(d, kVictim);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->reason.code, ReasonCode::kPreemptFairShare);
+  EXPECT_FALSE(s->violates_contract);
+}
+
+TEST(HourglassPolicy, WithLeasesOffASessionIsProtectedByItsMinRuntimeAlone) {
+  const Seconds now = Days(2);
+  World w = StarvedSession(now, now - Minutes(10));
+  PolicyConfig cfg;
+  cfg.leases = false;
+  const Decisions d = w.Cycle(now, true, cfg);
+  const StopDecision* s = StopOf(d, kVictim);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->reason.code, ReasonCode::kPreemptFairShare);
+}
+
 // a got 3 of the 4 GPUs it was owed over two days: its key is 0.5. By default it preempts b's job;
 // with --preempt-below 0.4 it waits, and its note says why.
 TEST(HourglassPolicy, PreemptBelowKeepsABudgetNotFarEnoughBelowWaitingAndSaysSo) {
@@ -636,6 +690,39 @@ TEST(HourglassPolicy, OnlyJobsPreemptibleBeforeTheReservationIsDueMayUseItsGpus)
   ASSERT_LT(d.reservations.at(0).due, g.now + PolicyConfig{}.reservation_lend_margin);
   EXPECT_EQ(StartOf(d, g.unfunded), nullptr);
   EXPECT_EQ(d.starts.size(), 1u);
+}
+
+// A session let onto GPUs reserved for a larger job (its min_runtime ends before the
+// reservation is due) gives them back when the reservation is due, in use or not: its lease
+// holds against everyone but that job. The reservation counts on that: it is due when the
+// session's min_runtime ends, not a lease after its user's last activity.
+TEST(HourglassPolicy, ASessionsLeaseDoesNotHoldOnTheReservedGpusItWasLetOnto) {
+  for (const bool backfilled : {true, false}) {
+    SCOPED_TRACE(backfilled);
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    w.History("a", Days(2), 4.0, 4.0);
+    w.History("b", Days(2), 2.0, 4.0);
+    const JobSpec& v = Session(w, "b", Minutes(10));
+    RunningJob& r = w.Run(v, Days(2), {{n0, Gpus(8)}});
+    r.backfilled = backfilled;
+    const JobSpec& p = w.NewJob(8, "a");
+    w.Pend(p, Days(2));
+    r.active_at = Days(2) + Minutes(5);
+    const Decisions before = w.Cycle(Days(2) + Minutes(5));
+    EXPECT_TRUE(before.stops.empty());
+    if (backfilled) {
+      ASSERT_EQ(before.reservations.size(), 1u);
+      EXPECT_EQ(before.reservations[0].due, Days(2) + Minutes(10));
+    }
+    r.active_at = Days(2) + Minutes(20);
+    const Decisions due = w.Cycle(Days(2) + Minutes(20));
+    const StopDecision* s = StopOf(due, v.id);
+    ASSERT_EQ(s != nullptr, backfilled);
+    if (!s) continue;
+    EXPECT_EQ(s->reason.code, ReasonCode::kPreemptReservation);
+    EXPECT_FALSE(s->violates_contract);
+  }
 }
 
 // Work let onto a reservation's GPUs (backfill) was let in because it would be preemptible for

@@ -26,7 +26,9 @@ void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::vec
       }
     }
     if (!draining) continue;
-    const bool protected_now = r.spec->funded() && now < r.protected_until();
+    // Drains wait for the contract (min_runtime), not a session's lease: a sick node is not
+    // held for as long as someone keeps a session busy.
+    const bool protected_now = r.spec->funded() && now < r.contract_until();
     if (!protected_now || !opt.honor_contract) {
       const bool violation = protected_now;  // only when the contract is not honoured
       out.stops.push_back(StopDecision{

@@ -136,6 +136,22 @@ TEST(Housekeeping, ProtectedFundedJobStaysUntilItsProtectionEnds) {
   EXPECT_TRUE(after.stopping[f]);
 }
 
+// A drain waits for the contract, not for a session's lease: a sick node is not held for as
+// long as someone keeps a session busy.
+TEST(Housekeeping, ADrainDoesNotWaitForASessionsLease) {
+  World w;
+  const NodeId d = w.AddNode(NodeState::kDraining);
+  const size_t f = w.Run({{d, Gpus(2)}}, Seconds(0), true, Hours(1), Hours(12));
+  w.specs.back().lease = Minutes(30);
+  w.running[f].active_at = Hours(2);
+  ASSERT_GT(w.running[f].protected_until(), Hours(2));
+  auto after = w.Cycle(Hours(2));
+  const StopDecision* s = StopOf(after.d, w.IdOf(f));
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->reason.code, ReasonCode::kPreemptDrain);
+  EXPECT_FALSE(s->violates_contract);
+}
+
 TEST(Housekeeping, OperatorDeadlineForcesAProtectedJobOff) {
   World w;
   const NodeId d = w.AddNode(NodeState::kDraining);

@@ -105,8 +105,7 @@ Decisions KueueQuotaPolicy::Cycle(const Snapshot& snap) const {
     const RunningJob& r = snap.running[i];
     if (!r.spec->funded()) return true;
     const int32_t proj = project_of(r.spec->budget).value();
-    return proj != preemptor_project && usage(proj) > quota(proj) &&
-           r.protected_until() <= snap.now;
+    return proj != preemptor_project && usage(proj) > quota(proj) && r.contract_until() <= snap.now;
   };
 
   const int64_t by_size =

@@ -2,6 +2,7 @@
 // simulator or the server) and handed to the policy as a snapshot.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,11 @@ struct JobSpec {
   BudgetId budget = kUnfunded;  // a leaf (ChargeTarget) or kUnfunded
   std::string job_class;        // "debug", "batch", "interactive", ...
   Seconds min_runtime{0};       // protection of each run
+  // A session's lease (0: none). While its user is active, the run stays protected until a
+  // lease after the last activity reported, beyond min_runtime and its cap, until max_runtime
+  // ends it: an interactive session in use is not cut at 8 h, and one parked idle loses the
+  // extension a lease after its user left. ValidateJob bounds it (PolicyConfig::lease_cap).
+  Seconds lease{0};
   std::optional<Seconds> max_runtime;
   bool resumable = false;
   Seconds grace{120};  // SIGTERM to SIGKILL
@@ -77,9 +83,18 @@ struct RunningJob {
   // debug job under quick_first): the start reason kStartAfterPreempt.
   bool took_freed = false;
   Seconds checkpointed{0};  // last checkpoint the job reported (<= started: none)
+  Seconds active_at{0};     // last activity its user reported (a lease counts from the start)
   int attempt = 1;
 
-  Seconds protected_until() const { return started + spec->min_runtime; }
+  // The contract of DESIGN.md: min_runtime from the start of the run. Drains wait for this
+  // only, so a sick node is not held for a session; baselines know nothing else.
+  Seconds contract_until() const { return started + spec->min_runtime; }
+  // What Hourglass's preemption honours: the contract, extended by a session's lease.
+  Seconds protected_until() const {
+    const Seconds c = contract_until();
+    if (spec->lease.value() <= 0) return c;
+    return std::max(c, std::max(started, active_at) + spec->lease);
+  }
   Gpus gpus() const { return spec->gpus; }
 };
 

@@ -53,6 +53,20 @@ Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
     return Fail("max_runtime", "must be positive");
   if (job.max_runtime && *job.max_runtime < job.min_runtime)
     return Fail("max_runtime", "must not be shorter than min_runtime");
+  if (job.lease.value() < 0) return Fail("lease", "must not be negative");
+  if (job.lease.value() > 0) {
+    if (job.lease > config.lease_cap)
+      return Fail("lease",
+                  "exceeds the cap of " + Dur(config.lease_cap) + " (got " + Dur(job.lease) + ")");
+    if (!job.max_runtime)
+      return Fail("max_runtime", "is required with a lease: it ends the session's protection");
+    if (*job.max_runtime > config.session_cap)
+      return Fail("max_runtime", "exceeds the cap of " + Dur(config.session_cap) +
+                                     " for a job with a lease (got " + Dur(*job.max_runtime) + ")");
+    if (job.gpus.value() > config.session_max_gpus)
+      return Fail("lease", "only jobs of at most " + std::to_string(config.session_max_gpus) +
+                               " GPUs may hold one (got " + std::to_string(job.gpus.value()) + ")");
+  }
   if (job.grace.value() < 0) return Fail("grace", "must not be negative");
   if (job.grace > config.grace_cap)
     return Fail("grace", "exceeds the cap of " + Dur(config.grace_cap));

@@ -19,6 +19,13 @@ namespace hg {
 struct PolicyConfig {
   Seconds min_runtime_cap = Hours(8);  // longer min_runtime is refused at submission
   Seconds grace_cap = Minutes(30);     // longest grace period a job may ask for
+  // Sessions (JobSpec::lease): the longest lease, i.e. how long a session stays protected after
+  // its user's last activity; the longest max_runtime a job with a lease may have, which bounds
+  // its protection as the 8 h cap bounds everyone else's; and the most GPUs it may hold, so the
+  // extension serves interactive work and never keeps a gang's nodes from a reservation for a day.
+  Seconds lease_cap = Hours(1);
+  Seconds session_cap = Hours(24);
+  int32_t session_max_gpus = 8;
   // Weight of the live allocation against the window's history in the fair-share key: holding
   // g GPUs now counts as g * live_weight GPU-seconds of usage. Heavy enough that one cycle does
   // not hand every free GPU to one budget; light enough that a budget owed a few hundred GPUs may
@@ -72,6 +79,9 @@ struct PolicyConfig {
   // delivered 0.14 points less of what is owed on average, -1.3 to +1.8 per seed (README, "Open
   // work"). Off: a site that values finished work over exact shares may turn it on.
   bool wait_for_spare = false;
+  // Honour sessions' leases (JobSpec::lease) when choosing victims. false: protection is
+  // min_runtime alone, as before leases, to measure what they cost and what they save.
+  bool leases = true;
 };
 
 struct Snapshot {

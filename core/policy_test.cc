@@ -120,6 +120,47 @@ TEST(ValidateJob, MaxRuntimeMustBePositiveAndCoverMinRuntime) {
   ExpectInvalid(j, Nodes({8}), "max_runtime", "positive");
 }
 
+TEST(ValidateJob, ALeaseIsBoundedBySessionLimits) {
+  JobSpec j = Job(4);
+  j.job_class = "interactive";
+  j.lease = Minutes(30);
+  j.max_runtime = Hours(24);
+  EXPECT_TRUE(ValidateJob(j, Nodes({8}), {}).has_value());
+  j.max_runtime = std::nullopt;
+  ExpectInvalid(j, Nodes({8}), "max_runtime", "required with a lease");
+  j.max_runtime = Hours(25);
+  ExpectInvalid(j, Nodes({8}), "max_runtime", "cap of 24 h for a job with a lease");
+  j.max_runtime = Hours(12);
+  j.lease = Hours(2);
+  ExpectInvalid(j, Nodes({8}), "lease", "cap of 1 h");
+  j.lease = Seconds(-1);
+  ExpectInvalid(j, Nodes({8}), "lease", "negative");
+  JobSpec gang = Job(16);
+  gang.lease = Minutes(30);
+  gang.max_runtime = Hours(12);
+  ExpectInvalid(gang, Nodes({8, 8}), "lease", "at most 8 GPUs");
+  PolicyConfig wide;
+  wide.session_max_gpus = 16;
+  EXPECT_TRUE(ValidateJob(gang, Nodes({8, 8}), wide).has_value());
+}
+
+TEST(RunningJob, ALeaseExtendsProtectionFromTheLastActivity) {
+  JobSpec s = Job(1);  // min_runtime 1 h
+  RunningJob r;
+  r.spec = &s;
+  r.started = Hours(10);
+  r.active_at = Hours(13);
+  EXPECT_EQ(r.contract_until(), Hours(11));
+  EXPECT_EQ(r.protected_until(), Hours(11));  // no lease: the contract alone
+  s.lease = Minutes(30);
+  EXPECT_EQ(r.protected_until(), Hours(13) + Minutes(30));
+  EXPECT_EQ(r.contract_until(), Hours(11));
+  r.active_at = Seconds(0);  // never reported: the lease counts from the start
+  EXPECT_EQ(r.protected_until(), Hours(11));
+  s.lease = Hours(1) + Minutes(30);
+  EXPECT_EQ(r.protected_until(), Hours(11) + Minutes(30));
+}
+
 BudgetTree Tree() {
   auto t = BudgetTree::Build(
       {BudgetSpec{"ai2", "", 1.0, {}, {}, 0}, BudgetSpec{"olmo", "ai2", 1.0, 16, {}, 0}});

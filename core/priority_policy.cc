@@ -69,7 +69,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
       if (plan && !plan->victims.empty()) {
         for (size_t v : plan->victims) {
           const RunningJob& r = snap.running[v];
-          const bool violation = r.spec->funded() && snap.now < r.protected_until();
+          const bool violation = r.spec->funded() && snap.now < r.contract_until();
           out.stops.push_back(StopDecision{
               r.spec->id, Reason{ReasonCode::kPreemptTier, j.id, {}, tier, r.spec->tier}, j.id,
               violation});

@@ -96,6 +96,13 @@ class Engine {
     Push(at, Ev::kCycle, 0);
     cycle_scheduled_ = true;
   }
+  // The last activity a session's user reported by now: continuous until the workload's
+  // idle_after.
+  Seconds ActiveAt(const RunningJob& r) const {
+    const auto& idle_after = sc_.jobs[static_cast<size_t>(r.spec - specs_.data())].idle_after;
+    if (!idle_after) return now_;
+    return std::min(now_, r.started + *idle_after);
+  }
   void Account(Seconds to);
   void AccountUndelivered(double gap, double seconds);
   int64_t AloneOf(size_t n) const;
@@ -382,12 +389,17 @@ void Engine::StartJob(const StartDecision& d) {
   r.backfilled = d.reason.code == ReasonCode::kStartBackfill;
   r.took_freed = d.reason.code == ReasonCode::kStartAfterPreempt;
   r.checkpointed = now_;
+  r.active_at = now_;
   rt.run = static_cast<int32_t>(running_.size());
   running_.push_back(std::move(r));
   if (s.funded()) leaf_alloc_[static_cast<size_t>(s.budget.value())] += s.gpus.value();
   Push(now_ + rt.remaining, Ev::kFinish, j, rt.token);
   if (s.funded() && s.min_runtime.value() > 0) Push(now_ + s.min_runtime, Ev::kWake, j, rt.token);
   if (s.max_runtime) Push(now_ + *s.max_runtime, Ev::kWake, j, rt.token);
+  // A session whose user goes idle loses its lease's protection a lease later.
+  const auto& idle_after = sc_.jobs[static_cast<size_t>(j)].idle_after;
+  if (s.funded() && s.lease.value() > 0 && idle_after)
+    Push(now_ + *idle_after + s.lease, Ev::kWake, j, rt.token);
 }
 
 void Engine::StopJob(const StopDecision& d) {
@@ -411,7 +423,9 @@ void Engine::StopJob(const StopDecision& d) {
     rt.stop_ends_job = true;
   } else {
     const StopCause cause = CauseOf(d.reason.code);
-    const bool protected_now = r.spec->funded() && now_ < r.protected_until();
+    // The contract every policy is held to is min_runtime; a lease is Hourglass's own promise,
+    // measured apart as stopped active sessions.
+    const bool protected_now = r.spec->funded() && now_ < r.contract_until();
     // An operator's expired deadline is a person's decision, not the policy breaking the contract.
     bool operator_forced = false;
     if (cause == StopCause::kDrainForced) {
@@ -425,6 +439,7 @@ void Engine::StopJob(const StopDecision& d) {
     }
     PreemptionRecord pr = RecordFor(*r.spec, cause);
     pr.contract_violation = protected_now && !operator_forced;
+    pr.active_session = r.spec->lease.value() > 0 && now_ < ActiveAt(r) + r.spec->lease;
     rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
     result_.preemptions.push_back(pr);
   }
@@ -586,6 +601,7 @@ void Engine::RunCycle() {
     const auto& sim = sc_.jobs[static_cast<size_t>(r.spec - specs_.data())];
     const int64_t ci = sim.checkpoint_interval.value();
     if (ci > 0) r.checkpointed = r.started + Seconds((now_ - r.started).value() / ci * ci);
+    if (r.spec->lease.value() > 0) r.active_at = ActiveAt(r);
   }
   Snapshot snap;
   snap.now = now_;

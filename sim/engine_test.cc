@@ -193,6 +193,64 @@ TEST(Engine, UndeliveredOwedTimeBesideFundedWorkAndWhileDemandIsBelowCapacity) {
 }
 
 // A scenario that names a budget the tree lacks is refused with the workload line.
+// b's interactive session (min_runtime 1 h, a 30-minute lease, 6 h long) runs alone; half an
+// hour in, a's job asks for the node, and fair share lets a preempt b's session once its
+// protection is over. The live weight is a second, so that one node can show it.
+struct SessionRun {
+  SimResult r;
+  Seconds a_wait{0};
+};
+SessionRun RunSession(bool leases, std::optional<Seconds> idle_after) {
+  Scenario sc;
+  sc.name = "session";
+  sc.end = Hours(12);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"a", "", 1.0, std::nullopt, {}, 0},
+                BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+  SimJob session = Job(1, 0, 8, "b", 6 * 3600);
+  session.spec.job_class = "interactive";
+  session.spec.min_runtime = Hours(1);
+  session.spec.max_runtime = Hours(12);
+  session.spec.lease = Minutes(30);
+  session.idle_after = idle_after;
+  sc.jobs = {session, Job(2, 1800, 8, "a", 3600)};
+  SimOptions opt;
+  opt.policy.leases = leases;
+  opt.policy.live_weight = Seconds(1);
+  auto policy = MakePolicy("hourglass", opt.policy);
+  EXPECT_TRUE(policy.has_value());
+  auto r = Simulate(sc, **policy, opt);
+  EXPECT_TRUE(r.has_value()) << r.error().ToString();
+  SessionRun out{std::move(*r), Seconds(-1)};
+  if (out.r.jobs.size() == 2 && !out.r.jobs[1].waits.empty()) out.a_wait = out.r.jobs[1].waits[0];
+  return out;
+}
+
+TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLeft) {
+  // In use throughout: protected past its min_runtime until it ends at 6 h.
+  const SessionRun used = RunSession(true, std::nullopt);
+  EXPECT_TRUE(used.r.preemptions.empty());
+  EXPECT_EQ(used.r.jobs[0].final_state, JobState::kSucceeded);
+  EXPECT_EQ(used.a_wait, Hours(5) + Minutes(30));
+  // Its user left 3 h in: the lease ran out at 3.5 h, and a's job took the node after the
+  // session's grace.
+  const SessionRun parked = RunSession(true, Hours(3));
+  ASSERT_EQ(parked.r.preemptions.size(), 1u);
+  EXPECT_EQ(parked.r.preemptions[0].at, Hours(3) + Minutes(30));
+  EXPECT_FALSE(parked.r.preemptions[0].active_session);
+  EXPECT_FALSE(parked.r.preemptions[0].contract_violation);
+  EXPECT_EQ(parked.a_wait, Hours(3) + Seconds(60));
+  // Without leases the session in use is stopped when its min_runtime ends: counted as a cut
+  // session, not as a broken contract.
+  const SessionRun off = RunSession(false, std::nullopt);
+  ASSERT_EQ(off.r.preemptions.size(), 1u);
+  EXPECT_EQ(off.r.preemptions[0].at, Hours(1));
+  EXPECT_EQ(off.a_wait, Minutes(30) + Seconds(60));
+  EXPECT_TRUE(off.r.preemptions[0].active_session);
+  EXPECT_FALSE(off.r.preemptions[0].contract_violation);
+  EXPECT_EQ(off.r.jobs[0].final_state, JobState::kPreempted);
+}
+
 TEST(Engine, UnknownBudgetIsRefusedWithItsLine) {
   Scenario sc;
   sc.end = Hours(1);

@@ -31,7 +31,9 @@
 //                (+-15%), so 25-40 jobs in all (about a dozen for language, a handful for
 //                science), ~55% of capacity. Each program's first run is queued in the first hour.
 //   interactive  1, 2 or 4 GPUs; sessions of 1-10 h (median 3 h); min_runtime = min(duration,
-//                8 h); max_runtime 12 h; not resumable; tier 1; researcher's leaf.
+//                8 h); max_runtime 12 h; a lease of 30 min; a quarter parked (their user leaves
+//                after 30-70% of the session, which stays open); not resumable; tier 1;
+//                researcher's leaf.
 //                0.8 per working day (x0.15 on weekends): about 1,100 sessions, ~1% of capacity.
 //   sweep        unfunded (no budget): campaigns of 10-600 jobs (median 90) submitted within
 //                1-30 min, all with one GPU count (1, 2, 4, 8) and durations around a campaign
@@ -84,6 +86,8 @@ constexpr double kBatchGroupsPerDay = 4.0;
 constexpr double kBatchWeekend = 0.3;
 constexpr double kInteractivePerDay = 0.8;
 constexpr double kInteractiveWeekend = 0.15;
+constexpr int64_t kSessionLease = 30 * 60;
+constexpr double kParkedSessions = 0.25;
 constexpr double kTrainingFraction = 0.55;
 constexpr double kSweepFraction = 1.45;
 constexpr int kBacklogCampaigns = 4;
@@ -154,6 +158,7 @@ enum Stream : uint64_t {
   kStreamDrains,
   kStreamFailures,
   kStreamShares,
+  kStreamSessions,
 };
 
 bool IsWeekend(int64_t day) { return day % 7 >= 5; }
@@ -307,6 +312,19 @@ void AddInteractive(Rng rng, const std::vector<Researcher>& people, std::vector<
         jobs.push_back(std::move(j));
       }
     }
+  }
+}
+
+// Interactive sessions hold a lease, and a share of them is parked: the user leaves partway and
+// the session stays open until it ends. Drawn from a stream of its own after every job exists,
+// so the jobs themselves are those of the scenario without leases.
+void AddSessionActivity(Rng rng, std::vector<SimJob>& jobs) {
+  for (SimJob& j : jobs) {
+    if (j.spec.job_class != "interactive") continue;
+    j.spec.lease = Seconds(kSessionLease);
+    if (rng.Bernoulli(kParkedSessions))
+      j.idle_after = Seconds(static_cast<int64_t>(static_cast<double>(j.duration.value()) *
+                                                  rng.UniformReal(0.3, 0.7)));
   }
 }
 
@@ -499,6 +517,7 @@ Scenario MakeLabMonth(uint64_t seed) {
   std::stable_sort(s.jobs.begin(), s.jobs.end(),
                    [](const SimJob& a, const SimJob& b) { return a.spec.submit < b.spec.submit; });
   for (size_t i = 0; i < s.jobs.size(); ++i) s.jobs[i].spec.id = JobId(static_cast<int64_t>(i + 1));
+  AddSessionActivity(root.Fork(kStreamSessions), s.jobs);
 
   Downtime down(kNodes);
   AddDrains(root.Fork(kStreamDrains), down, s.events);

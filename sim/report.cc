@@ -158,6 +158,7 @@ Measures Compute(const SimResult& r) {
     m.lost_gpu_hours += p.lost_gpu_hours;
     m.lost_gpu_hours_by_class[cls] += p.lost_gpu_hours;
     if (p.contract_violation) ++m.contract_violations;
+    if (p.active_session) ++m.active_sessions_stopped;
   }
 
   // Entitlement: capped per budget so one budget's surplus cannot mask another's shortfall.
@@ -250,6 +251,7 @@ nlohmann::json PolicyJson(const SimResult& r) {
   for (const auto& [cls, h] : m.lost_gpu_hours_by_class) lost[cls] = Num(h);
   p["lost_gpu_hours_by_class"] = std::move(lost);
   p["contract_violations"] = m.contract_violations;
+  p["active_sessions_stopped"] = m.active_sessions_stopped;
 
   nlohmann::json levels = nlohmann::json::object();
   for (const auto& [depth, x] : m.entitlement_by_level) levels[std::to_string(depth)] = Num(x);
@@ -476,6 +478,8 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
   }
   row("contract violations",
       [](const Measures& m) { return std::to_string(m.contract_violations); });
+  row("active sessions stopped",
+      [](const Measures& m) { return std::to_string(m.active_sessions_stopped); });
   row("drains", [](const Measures& m) { return std::to_string(m.drains.count); });
   row("drain latency p90", [](const Measures& m) { return Duration(m.drains.latency_p90); });
   row("still draining", [](const Measures& m) { return std::to_string(m.drains.still_draining); });

@@ -94,6 +94,7 @@ struct Measures {
   double lost_gpu_hours = 0;
   std::map<std::string, double> lost_gpu_hours_by_class;
   int64_t contract_violations = 0;
+  int64_t active_sessions_stopped = 0;  // sessions stopped within a lease of their user's activity
 
   std::map<int, std::optional<double>> entitlement_by_level;  // depth -> delivered fraction
   // Over leaves: 1 - entitlement_delivered = (over_delivered + undelivered.total()) / owed, up to

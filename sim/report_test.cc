@@ -198,9 +198,11 @@ TEST(ReportCompute, PreemptionsByCauseAndClass) {
   r.preemptions.push_back(Preemption("batch", StopCause::kDrain, 2.0, false));
   r.preemptions.push_back(Preemption("sweep", StopCause::kUnfunded, 0.25, false));
   r.preemptions.push_back(Preemption("batch", StopCause::kDrainForced, 4.0, true));
+  r.preemptions[1].active_session = true;
   const Measures m = Compute(r);
   EXPECT_EQ(m.preemptions, 4);
   EXPECT_EQ(m.contract_violations, 1);
+  EXPECT_EQ(m.active_sessions_stopped, 1);
   EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 7.75);
   EXPECT_EQ(m.preemptions_by_cause.size(), 8u);  // every cause, zeros included
   EXPECT_EQ(m.preemptions_by_cause.at("fair-share"), 1);
@@ -304,7 +306,8 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
   const nlohmann::json j = ToJson({Sample("hourglass", 1.0)});
   std::vector<std::string> keys;
   for (const auto& [k, v] : j["policies"]["hourglass"].items()) keys.push_back(k);
-  const std::vector<std::string> want = {"allocated_gpu_hours",
+  const std::vector<std::string> want = {"active_sessions_stopped",
+                                         "allocated_gpu_hours",
                                          "budgets",
                                          "capacity_gpu_hours",
                                          "contract_violations",

@@ -41,6 +41,10 @@ struct PreemptionRecord {
   StopCause cause = StopCause::kUnfunded;
   double lost_gpu_hours = 0;        // work since the last checkpoint (or the run's start)
   bool contract_violation = false;  // a protected job stopped by the policy before min_runtime
+  // A session (a job with a lease) stopped while its user was active: within a lease of the last
+  // activity. The cut the lease exists to prevent; counted for every policy and every cause but
+  // max_runtime, so baselines, which know no lease, show what they cut.
+  bool active_session = false;
 };
 
 struct DrainRecord {

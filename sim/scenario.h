@@ -25,6 +25,9 @@ struct SimJob {
   std::string budget;              // budget name or path; empty = unfunded
   Seconds duration{0};             // work the job needs (running time without interruptions)
   Seconds checkpoint_interval{0};  // 0: never checkpoints
+  // A session's user stops being active this long into each run (it reports activity until
+  // then); none: active until the job ends. Matters only for a job with a lease.
+  std::optional<Seconds> idle_after;
   int line = 0;
 };
 

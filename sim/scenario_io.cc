@@ -138,7 +138,7 @@ const Columns kClusterColumns{{"name", "gpus", "block"}, {"name", "gpus"}};
 
 const Columns kWorkloadColumns{
     {"id", "submit", "duration", "gpus", "gpus_per_node", "budget", "class", "min_runtime",
-     "max_runtime", "resumable", "checkpoint", "grace", "priority", "tier"},
+     "max_runtime", "resumable", "checkpoint", "grace", "priority", "tier", "lease", "idle_after"},
     {"id", "submit", "duration", "gpus"}};
 
 Result<bool> ParseBool(const Row& row, std::string_view col) {
@@ -203,6 +203,17 @@ Result<SimJob> ParseJob(const Row& row) {
   auto tier = row.IntOr("tier", 1, 0, 2, "0, 1 or 2");
   if (!tier) return tl::unexpected(tier.error());
   s.tier = static_cast<int>(*tier);
+  auto lease = row.IntOr("lease", 0, 0, kMaxSeconds, "an integer >= 0 (seconds)");
+  if (!lease) return tl::unexpected(lease.error());
+  s.lease = Seconds(*lease);
+  if (s.lease.value() > 0 && !s.max_runtime)
+    return row.Fail("lease", "needs a max_runtime: it ends the session's protection");
+  if (row.Given("idle_after")) {
+    auto idle = row.Int("idle_after", 0, kMaxSeconds,
+                        "an integer >= 0 (seconds) or empty for active throughout");
+    if (!idle) return tl::unexpected(idle.error());
+    job.idle_after = Seconds(*idle);
+  }
   return job;
 }
 
@@ -578,6 +589,8 @@ Result<std::string> FormatWorkloadCsv(const std::vector<SimJob>& jobs) {
         std::to_string(s.grace.value()),
         std::to_string(s.priority),
         std::to_string(s.tier),
+        std::to_string(s.lease.value()),
+        j.idle_after ? std::to_string(j.idle_after->value()) : "",
     });
     out += '\n';
   }
