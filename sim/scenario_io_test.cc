@@ -269,11 +269,13 @@ TEST(ScenarioIoWorkload, MinimalColumnsGetDefaults) {
 TEST(ScenarioIoWorkload, EmptyOptionalFieldsGetDefaults) {
   auto r = ParseWorkloadCsv(
       "id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime,max_runtime,resumable,"
-      "checkpoint,grace,priority,tier\n"
-      "1,0,10,1,,,,,,,,,,\n",
+      "checkpoint,grace,priority,tier,lease,idle_after\n"
+      "1,0,10,1,,,,,,,,,,,,\n",
       "w.csv");
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   const SimJob& j = (*r)[0];
+  EXPECT_EQ(j.spec.lease, Seconds(0));
+  EXPECT_FALSE(j.idle_after.has_value());
   EXPECT_EQ(j.spec.job_class, "batch");
   EXPECT_EQ(j.spec.grace, Seconds(120));
   EXPECT_EQ(j.spec.tier, 1);
@@ -318,6 +320,20 @@ TEST(ScenarioIoWorkload, ParsesEveryColumnInAnyOrderAndSortsBySubmitThenId) {
   EXPECT_FALSE(dbg.spec.resumable);
 }
 
+TEST(ScenarioIoWorkload, ASessionsLeaseAndIdleAfter) {
+  auto r = ParseWorkloadCsv(
+      "id,submit,duration,gpus,max_runtime,lease,idle_after\n"
+      "1,0,36000,2,43200,1800,14400\n"
+      "2,0,36000,2,43200,1800,\n"
+      "3,0,600,1,,,\n",
+      "w.csv");
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ((*r)[0].spec.lease, Minutes(30));
+  EXPECT_EQ((*r)[0].idle_after, Hours(4));
+  EXPECT_EQ((*r)[1].idle_after, std::nullopt);  // active until it ends
+  EXPECT_EQ((*r)[2].spec.lease, Seconds(0));
+}
+
 TEST(ScenarioIoWorkload, MinRuntimeIsNotCheckedAgainstACapHere) {
   // The policy config knows the cap; the reader must not invent one.
   auto r = ParseWorkloadCsv("id,submit,duration,gpus,min_runtime\n1,0,10,1,999999\n", "w.csv");
@@ -334,7 +350,7 @@ TEST_P(ScenarioIoWorkloadErrors, NamesLineAndField) {
 #define WL_HEAD "id,submit,duration,gpus,"
 #define WL_ALL                                                                            \
   "id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime,max_runtime,resumable," \
-  "checkpoint,grace,priority,tier\n"
+  "checkpoint,grace,priority,tier,lease,idle_after\n"
 
 INSTANTIATE_TEST_SUITE_P(
     , ScenarioIoWorkloadErrors,
@@ -343,8 +359,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown_column", WL_HEAD "gpu\n1,0,10,1,1\n", 1, "gpu", "unknown column"},
         BadCase{"missing_required_column", "id,submit,gpus\n1,0,1\n", 1, "duration",
                 "required column"},
-        BadCase{"missing_field", WL_ALL "1,0,10,1,0,b,batch,0,,false,0,120,0\n", 2, "tier",
-                "missing"},
+        BadCase{"missing_field", WL_ALL "1,0,10,1,0,b,batch,0,,false,0,120,0,1,0\n", 2,
+                "idle_after", "missing"},
         BadCase{"extra_field", "id,submit,duration,gpus\n1,0,10,1,5\n", 2, "", "too many"},
         BadCase{"id_zero", "id,submit,duration,gpus\n0,0,10,1\n", 2, "id",
                 "must be a positive integer, got '0'"},
@@ -382,6 +398,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "got '1.5'"},
         BadCase{"tier_three", WL_HEAD "tier\n1,0,10,1,3\n", 2, "tier", "at most 2"},
         BadCase{"tier_negative", WL_HEAD "tier\n1,0,10,1,-1\n", 2, "tier", "0, 1 or 2"},
+        BadCase{"lease_negative", WL_HEAD "max_runtime,lease\n1,0,10,1,60,-1\n", 2, "lease",
+                "integer >= 0"},
+        BadCase{"lease_without_max_runtime", WL_HEAD "lease\n1,0,10,1,1800\n", 2, "lease",
+                "needs a max_runtime"},
+        BadCase{"idle_after_text", WL_HEAD "idle_after\n1,0,10,1,soon\n", 2, "idle_after",
+                "got 'soon'"},
         BadCase{"unclosed_quote", WL_HEAD "class\n1,0,10,1,\"debug\n", 2, "class", "not closed"}),
     [](const testing::TestParamInfo<BadCase>& i) { return std::string(i.param.name); });
 
@@ -519,7 +541,14 @@ Scenario SampleScenario() {
   c.budget = "alice";
   c.duration = Minutes(5);
   c.spec.grace = Seconds(0);
-  s.jobs = {a, b, c};
+  SimJob d = job(7, 4000);
+  d.spec.job_class = "interactive";
+  d.budget = "alice";
+  d.duration = Hours(10);
+  d.spec.max_runtime = Hours(12);
+  d.spec.lease = Minutes(30);
+  d.idle_after = Hours(4);
+  s.jobs = {a, b, c, d};
   auto ev = [](int64_t at, EventKind k, std::string target) {
     TimedEvent e;
     e.at = Seconds(at);
@@ -589,6 +618,8 @@ void ExpectSameJobs(const std::vector<SimJob>& a, const std::vector<SimJob>& b) 
     EXPECT_EQ(a[i].budget, b[i].budget) << i;
     EXPECT_EQ(a[i].duration, b[i].duration) << i;
     EXPECT_EQ(a[i].checkpoint_interval, b[i].checkpoint_interval) << i;
+    EXPECT_EQ(x.lease, y.lease) << i;
+    EXPECT_EQ(a[i].idle_after, b[i].idle_after) << i;
   }
 }
 
