@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What session leases save and cost (the README's "Interactive sessions" table): runs `hourglass`
+# on lab-month seeds 1-3, or those in $SEEDS, with --leases false and true, and prints per run the
+# occupancy and entitlement delivered (as the simulator's table prints them), the sessions stopped
+# while their user was active, the interactive jobs preempted, the interactive GPU-hours lost, the
+# p90 wait of interactive jobs and of 257+ GPU jobs, and all work lost to preemption; then the
+# mean entitlement of each setting and the mean paired difference (true - false) with its
+# standard error, since single seeds move by a point or more whatever changes.
+#   SEEDS="1 2 3 4" bench/session_study.sh [build/release/cmd/hourglass]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-build/release/cmd/hourglass}
+read -r -a SEED_LIST <<<"${SEEDS:-1 2 3}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "| seed | --leases | occupancy | entitlement | active sessions stopped | interactive preempted | interactive lost GPU-h | interactive p90 | 257+ p90 | lost GPU-h |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for seed in "${SEED_LIST[@]}"; do
+  for v in false true; do
+    "$BIN" sim --scenario lab-month --seed "$seed" --policies hourglass --quiet --leases "$v" \
+      --json "$tmp/r.json" >"$tmp/table" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+    python3 - "$tmp/r.json" "$seed" "$v" "$tmp/table" "$tmp/ent" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["policies"]["hourglass"]
+table = {}
+for line in open(sys.argv[4]):
+    for name in ("occupancy", "entitlement delivered"):
+        if line.startswith(name + " "):
+            table[name] = line.split()[-1]
+def wait(seconds):
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h" if seconds < 86400 else f"{seconds / 86400:.1f} d"
+def p90(waits, key):
+    return wait(waits[key]["p90"]) if key in waits else "-"
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {table['occupancy']} | {table['entitlement delivered']} "
+      f"| {r['active_sessions_stopped']} | {r['preemptions_by_class'].get('interactive', 0)} "
+      f"| {r['lost_gpu_hours_by_class'].get('interactive', 0):,.0f} "
+      f"| {p90(r['wait_s'], 'interactive')} | {p90(r['wait_s_by_size'], '257+')} "
+      f"| {r['lost_gpu_hours']:,.0f} |")
+with open(sys.argv[5], "a") as f:
+    f.write(f"{sys.argv[2]} {sys.argv[3]} {r['entitlement_delivered']}\n")
+PY
+  done
+done
+python3 - "$tmp/ent" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    seed, v, e = line.split()
+    runs.setdefault(v, {})[seed] = float(e) * 100
+seeds = sorted(runs["false"], key=int)
+for v in ("false", "true"):
+    print(f"mean entitlement, --leases {v}: {statistics.mean(runs[v][s] for s in seeds):.2f}% "
+          f"over {len(seeds)} seeds")
+d = [runs["true"][s] - runs["false"][s] for s in seeds]
+se = statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else float("nan")
+print(f"paired difference (true - false): {statistics.mean(d):+.2f} points, "
+      f"standard error {se:.2f}")
+PY
