@@ -105,8 +105,14 @@ const Policy& NamedPolicy(std::string_view name) {
     c.wait_for_spare = true;
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_no_leases = [] {
+    PolicyConfig c;
+    c.leases = false;
+    return MakePolicy("hourglass", c);
+  }();
   static const auto priority = MakePolicy("priority", PolicyConfig{});
   const auto& p = name == "hourglass"                    ? hourglass
+                  : name == "hourglass-no-leases"        ? hourglass_no_leases
                   : name == "hourglass-large"            ? hourglass_large
                   : name == "hourglass-patient"          ? hourglass_patient
                   : name == "hourglass-quick-first"      ? hourglass_quick_first
@@ -674,6 +680,9 @@ struct MixKnobs {
   // reproduces (fixed; seen first in P5 scenario 30: four funded gangs waited on an empty cluster
   // for a week).
   bool quick_repairs = false;
+  // About 40% of small funded jobs are sessions (a lease of 10 or 30 min, not resumable), half
+  // of those parked: their user leaves at a random point of the run.
+  bool sessions = false;
 };
 
 Scenario Mixed(Rng& rng, const MixKnobs& k) {
@@ -742,6 +751,14 @@ Scenario Mixed(Rng& rng, const MixKnobs& k) {
     if (k.max_runtime && rng.Bernoulli(0.1))
       job.spec.max_runtime =
           std::max(job.spec.min_runtime, Seconds(1)) + UniformSeconds(rng, Seconds(0), d + d);
+    if (k.sessions && funded && g <= 8 && rng.Bernoulli(0.4)) {
+      job.spec.job_class = "interactive";
+      job.spec.resumable = false;
+      job.checkpoint_interval = Seconds(0);
+      job.spec.lease = Minutes(rng.Bernoulli(0.5) ? 10 : 30);
+      job.spec.max_runtime = Hours(24);  // beyond any duration here: protection ends with it
+      if (rng.Bernoulli(0.5)) job.idle_after = UniformSeconds(rng, Seconds(0), d);
+    }
     work += d;
   }
   if (k.events) {
@@ -894,6 +911,8 @@ struct ContractStats {
   int64_t requeued = 0;         // resumable jobs that ran again after a stop
   int64_t ended_preempted = 0;  // non-resumable jobs that ended `preempted`
   int64_t funded_waited = 0;    // funded jobs that waited before their first start
+  int64_t session_stops = 0;    // sessions stopped for fair share
+  int64_t stopped_in_use = 0;   // sessions stopped for fair share within a lease of activity
 };
 
 // Replays one job's runs from its waits and its stop records with the documented rules (a stop
@@ -901,11 +920,13 @@ struct ContractStats {
 // the work up to its last checkpoint, then reloads for restart_overhead), and checks:
 //  - no funded job is stopped by the policy before its run is min_runtime old;
 //  - a resumable stopped job is requeued (runs again) and, the horizon being long, succeeds;
-//  - a non-resumable stopped job ends `preempted` after a single run.
+//  - a non-resumable stopped job ends `preempted` after a single run;
+//  - with `leases`, a session is not stopped for fair share while its user is active nor within a
+//    lease after (only a drain or a due reservation whose GPUs it borrowed may stop it then).
 // Assumes no node is lost and no drain deadline is set (the generator makes none).
 void CheckContract(const SimJob& j, const JobRecord& rec,
                    const std::vector<const PreemptionRecord*>& stops, Seconds end,
-                   ContractStats& st) {
+                   ContractStats& st, bool leases) {
   SCOPED_TRACE("job " + std::to_string(j.spec.id.value()));
   ASSERT_EQ(rec.waits.size(), static_cast<size_t>(rec.attempts));
   const Seconds restart = SimOptions{}.restart_overhead;
@@ -933,6 +954,22 @@ void CheckContract(const SimJob& j, const JobRecord& rec,
       }
       if (s.cause == StopCause::kDrain) ++st.drain_stops;
       EXPECT_FALSE(s.contract_violation);
+      if (j.spec.lease.value() > 0 && s.cause == StopCause::kFairShare) {
+        // In use until idle_after into the run (or its end), protected a lease longer.
+        const Seconds until =
+            j.idle_after ? start + std::min(*j.idle_after, remaining) + j.spec.lease : finish;
+        ++st.session_stops;
+        if (s.at < until) ++st.stopped_in_use;
+        if (leases) {
+          EXPECT_GE(s.at, until) << "a session stopped for fair share " << (until - s.at)
+                                 << " s before its lease ran out";
+          EXPECT_FALSE(s.active_session);
+        }
+      }
+      if (leases && s.active_session) {
+        EXPECT_TRUE(s.cause == StopCause::kDrain || s.cause == StopCause::kReservation)
+            << ToString(s.cause);
+      }
       const Seconds kill = s.at + j.spec.grace;
       if (finish <= kill) {
         expect = JobState::kSucceeded;  // finished within its grace period
@@ -966,13 +1003,14 @@ void CheckContract(const SimJob& j, const JobRecord& rec,
   }
 }
 
-void CheckAllContracts(const Scenario& sc, const SimResult& r, ContractStats& st) {
+void CheckAllContracts(const Scenario& sc, const SimResult& r, ContractStats& st,
+                       bool leases = false) {
   const auto jobs = JobsById(sc);
   std::map<int64_t, std::vector<const PreemptionRecord*>> stops;
   for (const PreemptionRecord& p : r.preemptions) stops[p.job.value()].push_back(&p);
   for (const JobRecord& rec : r.jobs) {
     const SimJob& j = *jobs.at(rec.id.value());
-    CheckContract(j, rec, stops[rec.id.value()], sc.end, st);
+    CheckContract(j, rec, stops[rec.id.value()], sc.end, st, leases);
     if (rec.funded && !rec.waits.empty() && rec.waits.front() > Seconds(0)) ++st.funded_waited;
   }
 }
@@ -1035,6 +1073,38 @@ TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
 // protection ended).
 TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, true);
+}
+
+// Sessions (jobs with a lease, half of them parked) among the mixed scenarios' funded work: the
+// contract holds, and no session is stopped for fair share while its user is active or within a
+// lease after. The same scenarios with leases off are the control: there sessions in use are
+// stopped for fair share, so the check can fail.
+TEST(PropertiesContract, SessionsInUseAreNotStoppedForFairShare_200Scenarios) {
+  const Rng root(RootSeed(0x5e551045));
+  ContractStats with, control;
+  for (int i = 0; i < kContractScenarios && !::testing::Test::HasFailure(); ++i) {
+    SCOPED_TRACE(Trace("sessions", i));
+    Rng rng = root.Fork(static_cast<uint64_t>(i));
+    MixKnobs k;
+    k.events = true;
+    k.flood = true;
+    k.mixed_grace = true;
+    k.sessions = true;
+    const Scenario sc = Mixed(rng, k);
+    auto r = RunSim(sc, "hourglass");
+    ASSERT_TRUE(r);
+    for (const PreemptionRecord& p : r->preemptions)
+      EXPECT_FALSE(p.contract_violation) << "job " << p.job << " cause " << ToString(p.cause);
+    CheckAllContracts(sc, *r, with, true);
+    auto off = RunSim(sc, "hourglass-no-leases");
+    ASSERT_TRUE(off);
+    CheckAllContracts(sc, *off, control, false);
+  }
+  // Parked sessions are stopped once their lease has run out; without leases, sessions in use.
+  EXPECT_GT(with.session_stops, kContractScenarios / 10);
+  EXPECT_EQ(with.stopped_in_use, 0);
+  EXPECT_GT(control.stopped_in_use, kContractScenarios / 10);
+  EXPECT_GT(with.funded_stops, kContractScenarios / 2);
 }
 
 // Every funded job is protected for its whole duration (min_runtime = duration <= 8 h): then no
