@@ -227,6 +227,37 @@ TEST(CliHttpTest, CancelPostsToTheJob) {
   EXPECT_EQ(s.seen().at(0).target, "/v1/jobs/9/cancel");
 }
 
+TEST(CliHttpTest, TouchPostsActivityAndShowsTheProtection) {
+  TestServer s;
+  s.On("POST", R"(/v1/jobs/\d+/activity)", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 200, {{"id", 9}, {"state", "running"}, {"protected_until", 1764698430}});
+  });
+  s.Start();
+  Client c = MakeClient(s);
+  std::ostringstream out;
+  ASSERT_TRUE(RunTouch(c, 9, false, out).has_value());
+  EXPECT_EQ(out.str(), "job 9 active; protected until 2025-12-02 18:00:30Z\n");
+  ASSERT_EQ(s.seen().size(), 1u);
+  EXPECT_EQ(s.seen().at(0).method, "POST");
+  EXPECT_EQ(s.seen().at(0).target, "/v1/jobs/9/activity");
+  EXPECT_EQ(s.seen().at(0).authorization, "Bearer hg_test");
+}
+
+TEST(CliHttpTest, TouchRefusalNamesTheServersField) {
+  TestServer s;
+  s.On("POST", R"(/v1/jobs/\d+/activity)", [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, 400, {{"error", {{"field", "lease_s"}, {"reason", "job 9 has no lease"}}}});
+  });
+  s.Start();
+  Client c = MakeClient(s);
+  std::ostringstream out;
+  const auto r = RunTouch(c, 9, false, out);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().field, "lease_s");
+  EXPECT_EQ(r.error().exit_code, kExitRefused);
+  EXPECT_EQ(out.str(), "");
+}
+
 TEST(CliHttpTest, LogsFollowPollsFromTheLastOffsetUntilDone) {
   // The log grows while the job runs: each poll gets the bytes from its offset; after "done"
   // the last bytes still arrive, then an empty done answer ends the follow.

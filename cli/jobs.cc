@@ -78,6 +78,11 @@ CliResult<Request> BuildSubmit(const SubmitArgs& a) {
     if (!d) return tl::unexpected(d.error());
     body["max_runtime_s"] = *d;
   }
+  if (a.lease) {
+    auto d = Duration(*a.lease, "--lease");
+    if (!d) return tl::unexpected(d.error());
+    body["lease_s"] = *d;
+  }
   if (a.grace) {
     auto d = Duration(*a.grace, "--grace");
     if (!d) return tl::unexpected(d.error());
@@ -147,6 +152,14 @@ std::string RenderJobs(const Json& reply) {
 Request BuildShow(int64_t id) { return Request{"GET", JobPath(id), std::nullopt}; }
 Request BuildEvents(int64_t id) { return Request{"GET", JobPath(id) + "/events", std::nullopt}; }
 Request BuildCancel(int64_t id) { return Request{"POST", JobPath(id) + "/cancel", Json::object()}; }
+Request BuildTouch(int64_t id) {
+  return Request{"POST", JobPath(id) + "/activity", Json::object()};
+}
+
+std::string RenderTouched(const Json& job) {
+  return fmt::format("job {} active; protected until {}\n", Text(job, "id"),
+                     Time(job, "protected_until"));
+}
 
 std::string RenderJob(const Json& job, const Json& events) {
   std::string exit = "-";
@@ -180,6 +193,8 @@ std::string RenderJob(const Json& job, const Json& events) {
       {"ended", Time(job, "ended_at")},
       {"min runtime", Seconds(job, "min_runtime_s")},
       {"max runtime", Seconds(job, "max_runtime_s")},
+      {"lease", Int(job, "lease_s") > 0 ? Seconds(job, "lease_s") : "-"},
+      {"last active", Time(job, "active_at")},
       {"grace", Seconds(job, "grace_s")},
       {"resumable", Text(job, "resumable")},
       {"attempts", Text(job, "attempts")},
@@ -246,6 +261,13 @@ CliResult<void> RunCancel(Client& c, int64_t id, bool json, std::ostream& out) {
   } else {
     out << fmt::format("cancelled job {}\n", id);
   }
+  return {};
+}
+
+CliResult<void> RunTouch(Client& c, int64_t id, bool json, std::ostream& out) {
+  auto reply = c.Call(BuildTouch(id));
+  if (!reply) return tl::unexpected(reply.error());
+  out << (json ? reply->dump() + "\n" : RenderTouched(*reply));
   return {};
 }
 

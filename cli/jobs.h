@@ -1,4 +1,5 @@
-// Job commands: submit, jobs, show, cancel, logs. Each is split into a request builder (arguments
+// Job commands: submit, jobs, show, cancel, touch, logs. Each is split into a request builder
+// (arguments
 // -> Request, usage errors exit 2), a renderer (server JSON -> text for people) and a Run* that
 // sends and prints (`--json` prints the server's JSON as is).
 #pragma once
@@ -21,6 +22,7 @@ struct SubmitArgs {
   std::optional<int> gpus_per_node;
   std::optional<std::string> min_runtime;  // durations as typed: "2h", "90s", "3600"
   std::optional<std::string> max_runtime;
+  std::optional<std::string> lease;  // a session's lease (needs max_runtime; the server checks)
   std::optional<std::string> grace;
   bool resumable = false;
   std::optional<std::string> job_class;
@@ -47,6 +49,9 @@ Request BuildEvents(int64_t id);
 std::string RenderJob(const Json& job, const Json& events);
 
 Request BuildCancel(int64_t id);
+// `touch ID`: the session's user is active (POST /v1/jobs/{id}/activity).
+Request BuildTouch(int64_t id);
+std::string RenderTouched(const Json& job);
 
 struct LogsArgs {
   int64_t id = 0;
@@ -60,6 +65,7 @@ CliResult<void> RunSubmit(Client& c, const SubmitArgs& a, bool json, std::ostrea
 CliResult<void> RunJobs(Client& c, const JobsArgs& a, bool json, std::ostream& out);
 CliResult<void> RunShow(Client& c, int64_t id, bool json, std::ostream& out);
 CliResult<void> RunCancel(Client& c, int64_t id, bool json, std::ostream& out);
+CliResult<void> RunTouch(Client& c, int64_t id, bool json, std::ostream& out);
 // Writes the log bytes to `out` as they come. Without follow: everything there is now. With
 // follow: polls from the last offset, calling `pause` between empty polls, until the server says
 // the attempt is done and nothing is left.

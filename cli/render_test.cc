@@ -59,6 +59,7 @@ TEST(SubmitTest, BuildsTheDocumentedBody) {
   a.gpus_per_node = 2;
   a.min_runtime = "2h";
   a.max_runtime = "1d";
+  a.lease = "30m";
   a.grace = "90s";
   a.resumable = true;
   a.job_class = "batch";
@@ -75,6 +76,7 @@ TEST(SubmitTest, BuildsTheDocumentedBody) {
                      {"gpus_per_node", 2},
                      {"min_runtime_s", 7200},
                      {"max_runtime_s", 86400},
+                     {"lease_s", 1800},
                      {"grace_s", 90},
                      {"resumable", true},
                      {"class", "batch"},
@@ -120,6 +122,9 @@ TEST(SubmitTest, UsageErrors) {
   a = {};
   a.grace = "soon";
   EXPECT_EQ(field_of(a), "--grace");
+  a = {};
+  a.lease = "a while";
+  EXPECT_EQ(field_of(a), "--lease");
   SubmitArgs none;
   none.cwd = "/tmp";
   const auto r = BuildSubmit(none);
@@ -163,7 +168,8 @@ TEST(JobsTest, RendersTheList) {
 TEST(ShowTest, RendersJobAndEvents) {
   const Json job = Json::parse(R"({"id": 17, "name": "train-1", "user": "alice",
     "budget": "alice", "gpus": 4, "gpus_per_node": 2, "class": "batch", "min_runtime_s": 7200,
-    "max_runtime_s": null, "resumable": true, "grace_s": 120,
+    "max_runtime_s": null, "lease_s": 1800, "active_at": 1764695000, "resumable": true,
+    "grace_s": 120,
     "command": ["bash", "-c", "echo hi"], "env": {}, "cwd": "/work", "state": "running",
     "reason": "started: funded within share", "reason_code": "funded", "submitted_at": 1764691200,
     "queued_since": 1764691200, "started_at": 1764691230, "ended_at": null, "attempts": 2,
@@ -189,6 +195,8 @@ TEST(ShowTest, RendersJobAndEvents) {
             "ended:           -\n"
             "min runtime:     2h\n"
             "max runtime:     -\n"
+            "lease:           30m\n"
+            "last active:     2025-12-02 17:03:20Z\n"
             "grace:           2m\n"
             "resumable:       yes\n"
             "attempts:        2\n"

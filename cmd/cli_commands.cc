@@ -71,6 +71,9 @@ void AddJobCommands(CLI::App& app, int& exit_code) {
     sub->add_option("--gpus-per-node", a->gpus_per_node, "GPUs on each node (gangs)");
     sub->add_option("--min-runtime", a->min_runtime, "protected run time (90s, 30m, 2h, 1d)");
     sub->add_option("--max-runtime", a->max_runtime, "stop after this long");
+    sub->add_option("--lease", a->lease,
+                    "a session's lease: protected while `hourglass touch` reports it in use "
+                    "within this long, until --max-runtime (e.g. 30m)");
     sub->add_flag("--resumable", a->resumable, "may be requeued and restarted after preemption");
     sub->add_option("--class", a->job_class, "job class, e.g. batch or debug");
     sub->add_option("--grace", a->grace, "time between SIGTERM and SIGKILL");
@@ -115,6 +118,19 @@ void AddJobCommands(CLI::App& app, int& exit_code) {
     sub->callback([id, json, &exit_code] {
       Run("cancel", exit_code,
           [&](cli::Client& c) { return cli::RunCancel(c, *id, *json, std::cout); });
+    });
+  }
+  {
+    auto id = std::make_shared<int64_t>(0);
+    auto json = std::make_shared<bool>(false);
+    auto* sub = Command(app, "touch",
+                        "report a session (a job with --lease) in use: it stays protected for "
+                        "another lease",
+                        *json);
+    sub->add_option("id", *id, "job id")->required();
+    sub->callback([id, json, &exit_code] {
+      Run("touch", exit_code,
+          [&](cli::Client& c) { return cli::RunTouch(c, *id, *json, std::cout); });
     });
   }
   {

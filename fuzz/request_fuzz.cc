@@ -57,6 +57,7 @@ void CheckJob(const json& body) {
   FUZZ_CHECK(InRange(j->gpus_per_node, 0, 1 << 20));
   FUZZ_CHECK(InRange(j->min_runtime_s, 0, int64_t{1} << 40));
   FUZZ_CHECK(!j->max_runtime_s || InRange(*j->max_runtime_s, 1, int64_t{1} << 40));
+  FUZZ_CHECK(InRange(j->lease_s, 0, int64_t{1} << 40));
   FUZZ_CHECK(InRange(j->grace_s, 0, int64_t{1} << 40));
   FUZZ_CHECK(InRange(j->priority, -1000000, 1000000));
   FUZZ_CHECK(IsName(j->name) && IsName(j->job_class));

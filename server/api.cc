@@ -302,6 +302,12 @@ void InstallRoutes(httplib::Server& svr, State& state) {
              if (!id) return tl::unexpected(id.error());
              return Lift(st->Cancel(c.who, *id));
            }));
+  svr.Post(R"(/v1/jobs/(\d+)/activity)", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+             if (auto ok = ParseEmptyBody(c.body); !ok) return tl::unexpected(ok.error());
+             auto id = PathId(c.req);
+             if (!id) return tl::unexpected(id.error());
+             return Lift(st->ReportActivity(c.who, *id));
+           }));
   svr.Get(R"(/v1/jobs/(\d+)/logs)",
           Wrap(state, Access::kUser, [st](Ctx& c) { return JobLogs(*st, c); }));
 

@@ -93,6 +93,15 @@ TEST_F(Api, SubmitValidationTable) {
       {Job({{"cwd", std::string(5000, 'a')}}).dump(), 400, "cwd", "4096"},
       {Job({{"gpu", 1}}).dump(), 400, "gpu", "unknown field"},
       {Job({{"resumable", "yes"}}).dump(), 400, "resumable", "true or false"},
+      // Session leases: the API's names of core's fields, and the caps of PolicyConfig.
+      {Job({{"lease_s", -1}, {"max_runtime_s", 3600}}).dump(), 400, "lease_s", "at least 0"},
+      {Job({{"lease_s", "30m"}, {"max_runtime_s", 3600}}).dump(), 400, "lease_s", "integer"},
+      {Job({{"lease_s", 3601}, {"max_runtime_s", 3600 * 2}}).dump(), 400, "lease_s", "cap of 1 h"},
+      {Job({{"lease_s", 1800}}).dump(), 400, "max_runtime_s", "required with a lease"},
+      {Job({{"lease_s", 1800}, {"max_runtime_s", 25 * 3600}}).dump(), 400, "max_runtime_s",
+       "cap of 24 h"},
+      {Job({{"lease_s", 1800}, {"max_runtime_s", 3600}, {"gpus", 16}, {"gpus_per_node", 8}}).dump(),
+       400, "lease_s", "at most 8 GPUs"},
   };
   const std::string before = Fingerprint();
   for (const Case& c : cases) {
@@ -188,6 +197,95 @@ TEST_F(Api, Roles) {
   EXPECT_EQ(h_.Get("/v1/jobs/" + std::to_string(mine[0]["id"].get<int64_t>()), carol_).status, 403);
   const json who = h_.Get("/v1/whoami", bob_).body;
   EXPECT_EQ(who["leads"], json({"olmo"}));
+}
+
+TEST_F(Api, ALeaseIsAcceptedAndEchoed) {
+  const Resp r = h_.Post("/v1/jobs", alice_, Job({{"lease_s", 1800}, {"max_runtime_s", 7200}}));
+  ASSERT_EQ(r.status, 201) << r.text;
+  const json job = h_.Get("/v1/jobs/" + std::to_string(r.body["id"].get<int64_t>()), alice_).body;
+  EXPECT_EQ(job["lease_s"], 1800) << job;
+  EXPECT_EQ(job["max_runtime_s"], 7200) << job;
+  EXPECT_TRUE(job["active_at"].is_null()) << job;
+  // Without one, a job shows a lease of 0.
+  const Resp plain = h_.Post("/v1/jobs", alice_, Job({}));
+  ASSERT_EQ(plain.status, 201) << plain.text;
+  EXPECT_EQ(
+      h_.Get("/v1/jobs/" + std::to_string(plain.body["id"].get<int64_t>()), alice_).body["lease_s"],
+      0);
+}
+
+// POST /v1/jobs/{id}/activity: the owner (or an admin) of a running session; everyone else, and
+// every other job, is refused with the field and reason and changes nothing.
+TEST_F(Api, ActivityExtendsARunningSessionsProtection) {
+  const Resp sub = h_.Post(
+      "/v1/jobs", alice_, Job({{"lease_s", 1800}, {"max_runtime_s", 7200}, {"min_runtime_s", 60}}));
+  ASSERT_EQ(sub.status, 201) << sub.text;
+  const int64_t id = sub.body["id"];
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  // The server starts it (the agents never confirm it here, which does not matter to the route).
+  ASSERT_TRUE(Eventually([&] { return h_.Get(path, alice_).body["state"] == "running"; }));
+  const json before_touch = h_.Get(path, alice_).body;
+  EXPECT_TRUE(before_touch["active_at"].is_null());
+  const int64_t started = before_touch["started_at"];
+  // No activity yet: the lease counts from the start.
+  EXPECT_EQ(before_touch["protected_until"], started + 1800) << before_touch;
+
+  const Resp mine = h_.Post(path + "/activity", alice_, json::object());
+  ASSERT_EQ(mine.status, 200) << mine.text;
+  EXPECT_EQ(mine.body["id"], id);
+  EXPECT_EQ(mine.body["state"], "running");
+  const int64_t at = mine.body["active_at"];
+  EXPECT_GE(at, started);
+  EXPECT_EQ(mine.body["protected_until"], at + 1800) << mine.body;
+  // Stored, and shown by the job's view.
+  const json after = h_.Get(path, alice_).body;
+  EXPECT_EQ(after["active_at"], at);
+  EXPECT_EQ(after["protected_until"], at + 1800);
+  // An admin may report for it too.
+  EXPECT_EQ(h_.Post(path + "/activity", h_.admin(), json::object()).status, 200);
+
+  // Refusals.
+  const int64_t plain = h_.Post("/v1/jobs", alice_, Job({})).body["id"];
+  ASSERT_TRUE(Eventually([&] {
+    return h_.Get("/v1/jobs/" + std::to_string(plain), alice_).body["state"] == "running";
+  }));
+  const Resp cancel = h_.Post(path + "/cancel", alice_, json::object());
+  ASSERT_EQ(cancel.status, 200) << cancel.text;
+  ASSERT_TRUE(Eventually([&] { return h_.Get(path, alice_).body["state"] == "cancelled"; }));
+  const Resp running_again =
+      h_.Post("/v1/jobs", alice_, Job({{"lease_s", 600}, {"max_runtime_s", 3600}}));
+  ASSERT_EQ(running_again.status, 201);
+  const std::string other = "/v1/jobs/" + std::to_string(running_again.body["id"].get<int64_t>());
+  ASSERT_TRUE(Eventually([&] { return h_.Get(other, alice_).body["state"] == "running"; }));
+  struct Case {
+    std::string path, token, body;
+    int status;
+    std::string field, reason_part;
+  };
+  const std::vector<Case> cases = {
+      {other + "/activity", carol_, "{}", 403, "authorization", "not your job"},
+      {other + "/activity", bob_, "{}", 403, "authorization", "not your job"},
+      {other + "/activity", agent_, "{}", 403, "authorization", "agent"},
+      {other + "/activity", "", "{}", 401, "authorization", "bearer token"},
+      {other + "/activity", alice_, R"({"at": 5})", 400, "at", "unknown field"},
+      {"/v1/jobs/999999/activity", alice_, "{}", 404, "id", "no job 999999"},
+      {path + "/activity", alice_, "{}", 409, "state", "cancelled"},
+      {"/v1/jobs/" + std::to_string(plain) + "/activity", alice_, "{}", 400, "lease_s", "no lease"},
+  };
+  const std::string fingerprint = Fingerprint();
+  for (const Case& c : cases) {
+    const Resp r = h_.Call("POST", c.path, c.token, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << " -> " << r.text;
+    EXPECT_EQ(r.body["error"]["field"], c.field) << r.text;
+    EXPECT_NE(r.body["error"]["reason"].get<std::string>().find(c.reason_part), std::string::npos)
+        << r.text;
+    EXPECT_EQ(Fingerprint(), fingerprint) << c.path;
+  }
+  // Reports are counted, not logged as job events (they come every few minutes).
+  const json ev = h_.Get(path + "/events", alice_).body["events"];
+  for (const auto& e : ev) EXPECT_EQ(e["kind"].get<std::string>().find("activ"), std::string::npos);
+  EXPECT_NE(h_.Get("/metrics", "").text.find("hourglass_activity_reports_total 2\n"),
+            std::string::npos);
 }
 
 TEST_F(Api, SixtyFourConcurrentClientsEachGetTheirOwnDurableId) {

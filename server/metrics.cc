@@ -74,6 +74,10 @@ std::string RenderMetrics(MetricsInput in) {
   o << "# HELP hourglass_submissions_total Accepted submissions since the server started.\n"
        "# TYPE hourglass_submissions_total counter\n";
   o << "hourglass_submissions_total " << in.submissions << "\n";
+  o << "# HELP hourglass_activity_reports_total Session activity recorded since the server "
+       "started.\n"
+       "# TYPE hourglass_activity_reports_total counter\n";
+  o << "hourglass_activity_reports_total " << in.activity_reports << "\n";
   return o.str();
 }
 

@@ -22,6 +22,7 @@ struct MetricsInput {
   std::vector<std::pair<std::string, double>> delivered_gpu_hours;  // by budget path
   std::map<std::string, int64_t> nodes;                             // by state
   int64_t submissions = 0;
+  int64_t activity_reports = 0;
 };
 
 std::string RenderMetrics(MetricsInput in);

@@ -27,6 +27,7 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
   in.delivered_gpu_hours = {{"ai", 0.25}};
   in.nodes = {{"lost", 0}, {"ready", 2}};
   in.submissions = 7;
+  in.activity_reports = 4;
   const std::string t = RenderMetrics(in);
   for (const char* line :
        {"hourglass_queue_jobs{funded=\"true\"} 3\n", "hourglass_queue_jobs{funded=\"false\"} 0\n",
@@ -37,7 +38,7 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
         "hourglass_budget_owed_gpu_hours{budget=\"ai/\\\"x\\\"\"} 1.5\n",
         "hourglass_budget_delivered_gpu_hours{budget=\"ai\"} 0.25\n",
         "hourglass_nodes{state=\"ready\"} 2\n", "hourglass_submissions_total 7\n",
-        "# TYPE hourglass_cycle_seconds summary\n"})
+        "hourglass_activity_reports_total 4\n", "# TYPE hourglass_cycle_seconds summary\n"})
     EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
 }
 

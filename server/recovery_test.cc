@@ -69,6 +69,54 @@ TEST(Recovery, QueueBudgetsRunningJobsAndLedgerSurviveARestart) {
   EXPECT_EQ(h.Get("/v1/jobs?state=all", h.admin()).body["jobs"].size(), 2u);
 }
 
+// The activity a session's user reported is committed before the reply: after a restart the job
+// still has it, and with it the protection it bought; reporting goes on as before.
+TEST(Recovery, ReportedActivitySurvivesARestart) {
+  Harness h;
+  const std::string agent = h.Principal("agent1", "agent");
+  const std::string alice = h.Principal("alice", "user");
+  ASSERT_EQ(
+      h.Post("/v1/budgets", h.admin(), {{"name", "team"}, {"share", 1}, {"members", {"alice"}}})
+          .status,
+      201);
+  FakeAgent n1(h, agent, "n1", 2);
+  ASSERT_EQ(n1.Register().status, 200);
+  const int64_t id = h.Post("/v1/jobs", alice,
+                            {{"budget", "team"},
+                             {"gpus", 1},
+                             {"class", "interactive"},
+                             {"lease_s", 1800},
+                             {"max_runtime_s", 7200},
+                             {"command", {"jupyter"}}})
+                         .body["id"];
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  // The beat after the start order lists the attempt: confirmed, started_at no longer moves.
+  ASSERT_TRUE(Eventually([&] {
+    n1.Beat();
+    return n1.Runs(id);
+  }));
+  n1.Beat();
+  const Resp touched = h.Post(path + "/activity", alice, json::object());
+  ASSERT_EQ(touched.status, 200) << touched.text;
+  const json before = h.Get(path, alice).body;
+  ASSERT_FALSE(before["active_at"].is_null());
+  // (The start is rounded up to the next second, the report's time down: the later counts.)
+  EXPECT_EQ(
+      before["protected_until"],
+      std::max(before["active_at"].get<int64_t>(), before["started_at"].get<int64_t>()) + 1800);
+
+  h.StopServer();
+  h.StartServer();
+  const json after = h.Get(path, alice).body;
+  EXPECT_EQ(after["state"], "running");
+  EXPECT_EQ(after["lease_s"], 1800);
+  EXPECT_EQ(after["active_at"], before["active_at"]);
+  EXPECT_EQ(after["protected_until"], before["protected_until"]);
+  // The running session takes reports after the restart too.
+  ASSERT_EQ(n1.Register().status, 200);
+  EXPECT_EQ(h.Post(path + "/activity", alice, json::object()).status, 200);
+}
+
 TEST(Recovery, StartOrderNotConfirmedBeforeARestartIsSentAgain) {
   Harness h;
   const std::string agent = h.Principal("agent1", "agent");

@@ -99,6 +99,8 @@ Reply<store::JobRecord> ParseJobRequest(const json& body) {
   j.job_class = k.Str("class", false, true).value_or("batch");
   j.min_runtime_s = k.Int("min_runtime_s", false, 0, int64_t{1} << 40).value_or(0);
   j.max_runtime_s = k.Int("max_runtime_s", false, 1, int64_t{1} << 40);
+  // Range only here; State refuses one above the cap or without max_runtime_s (ValidateJob).
+  j.lease_s = k.Int("lease_s", false, 0, int64_t{1} << 40).value_or(0);
   j.resumable = k.Bool("resumable", false).value_or(false);
   j.grace_s = k.Int("grace_s", false, 0, int64_t{1} << 40).value_or(120);
   j.priority = static_cast<int32_t>(k.Int("priority", false, -1000000, 1000000).value_or(0));
@@ -109,17 +111,12 @@ Reply<store::JobRecord> ParseJobRequest(const json& body) {
 }
 
 json JobRequestBody(const store::JobRecord& j) {
-  json b = {{"name", j.name},
-            {"budget", j.budget.empty() ? json(nullptr) : json(j.budget)},
-            {"gpus", j.gpus},
-            {"gpus_per_node", j.gpus_per_node},
-            {"class", j.job_class},
-            {"min_runtime_s", j.min_runtime_s},
-            {"resumable", j.resumable},
-            {"grace_s", j.grace_s},
-            {"priority", j.priority},
-            {"command", j.command},
-            {"env", j.env},
+  json b = {{"name", j.name},       {"budget", j.budget.empty() ? json(nullptr) : json(j.budget)},
+            {"gpus", j.gpus},       {"gpus_per_node", j.gpus_per_node},
+            {"class", j.job_class}, {"min_runtime_s", j.min_runtime_s},
+            {"lease_s", j.lease_s}, {"resumable", j.resumable},
+            {"grace_s", j.grace_s}, {"priority", j.priority},
+            {"command", j.command}, {"env", j.env},
             {"cwd", j.cwd}};
   if (j.max_runtime_s) b["max_runtime_s"] = *j.max_runtime_s;
   return b;

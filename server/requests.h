@@ -107,7 +107,7 @@ Reply<DrainRequest> ParseDrainRequest(const nlohmann::json& body);
 // POST /v1/agents/register and /v1/agents/heartbeat; the token comes from the header, not here.
 Reply<Registration> ParseRegistration(const nlohmann::json& body);
 Reply<Heartbeat> ParseHeartbeat(const nlohmann::json& body);
-// The routes that take no fields (cancel, undrain, new token): only {} or no body.
+// The routes that take no fields (cancel, activity, undrain, new token): only {} or no body.
 Reply<void> ParseEmptyBody(const nlohmann::json& body);
 
 }  // namespace hg::server

@@ -42,19 +42,12 @@ void ExpectRefused(Parse parse, const std::vector<Mistake>& cases) {
 const json kJob = {{"gpus", 2}, {"command", {"python", "train.py"}}};
 
 TEST(ParseJobRequest, AcceptsEveryFieldAsGiven) {
-  const json body = {{"name", "train-1"},
-                     {"budget", "olmo.alice"},
-                     {"gpus", 16},
-                     {"gpus_per_node", 8},
-                     {"class", "interactive"},
-                     {"min_runtime_s", 600},
-                     {"max_runtime_s", 7200},
-                     {"resumable", true},
-                     {"grace_s", 30},
-                     {"priority", -5},
-                     {"command", {"python", "train.py"}},
-                     {"env", {{"SEED", "1"}}},
-                     {"cwd", "/data"}};
+  const json body = {
+      {"name", "train-1"},      {"budget", "olmo.alice"}, {"gpus", 16},
+      {"gpus_per_node", 8},     {"class", "interactive"}, {"min_runtime_s", 600},
+      {"max_runtime_s", 7200},  {"lease_s", 1800},        {"resumable", true},
+      {"grace_s", 30},          {"priority", -5},         {"command", {"python", "train.py"}},
+      {"env", {{"SEED", "1"}}}, {"cwd", "/data"}};
   const auto j = ParseJobRequest(body);
   ASSERT_TRUE(j.has_value()) << j.error().field << ": " << j.error().reason;
   EXPECT_EQ(j->name, "train-1");
@@ -64,6 +57,7 @@ TEST(ParseJobRequest, AcceptsEveryFieldAsGiven) {
   EXPECT_EQ(j->job_class, "interactive");
   EXPECT_EQ(j->min_runtime_s, 600);
   EXPECT_EQ(j->max_runtime_s, std::optional<int64_t>(7200));
+  EXPECT_EQ(j->lease_s, 1800);
   EXPECT_TRUE(j->resumable);
   EXPECT_EQ(j->grace_s, 30);
   EXPECT_EQ(j->priority, -5);
@@ -83,6 +77,7 @@ TEST(ParseJobRequest, FillsDefaultsForOptionalFields) {
     EXPECT_EQ(j->job_class, "batch");
     EXPECT_EQ(j->min_runtime_s, 0);
     EXPECT_FALSE(j->max_runtime_s.has_value());
+    EXPECT_EQ(j->lease_s, 0);  // no lease
     EXPECT_FALSE(j->resumable);
     EXPECT_EQ(j->grace_s, 120);
     EXPECT_EQ(j->priority, 0);
@@ -106,6 +101,8 @@ TEST(ParseJobRequest, RefusesEachMistakeByField) {
           {With(kJob, {{"gpus_per_node", -1}}), "gpus_per_node", "at least 0"},
           {With(kJob, {{"min_runtime_s", (int64_t{1} << 40) + 1}}), "min_runtime_s", "at most"},
           {With(kJob, {{"max_runtime_s", 0}}), "max_runtime_s", "at least 1"},
+          {With(kJob, {{"lease_s", -1}}), "lease_s", "at least 0"},
+          {With(kJob, {{"lease_s", "30m"}}), "lease_s", "integer"},
           {With(kJob, {{"grace_s", -1}}), "grace_s", "at least 0"},
           {With(kJob, {{"priority", 1000001}}), "priority", "at most 1000000"},
           {With(kJob, {{"resumable", 1}}), "resumable", "true or false"},

@@ -392,6 +392,62 @@ TEST(Scheduling, GpusFreedOutsideTheFairShareOrderGoToTheJobTheyWereFreedFor) {
   EXPECT_EQ(c.Job(b1)["state"], "pending");  // resumable: requeued
 }
 
+// Session leases through the server: a session of b past its min_runtime (1 s) whose user keeps
+// reporting activity is not preempted for a, which is owed the GPU; once the reports stop, it is
+// preempted a lease (2 s) later. Its next run starts without the old run's activity.
+TEST(Scheduling, ASessionInUseKeepsItsGpuAndOneLeftIdleIsPreemptedALeaseLater) {
+  Cluster c({}, 2, false);
+  c.AddBudget("a");
+  c.AddBudget("b");
+  FakeAgent& n1 = *c.n1;
+  // b's other job holds the second GPU under its min_runtime: the session is the only candidate.
+  const int64_t hold =
+      c.Submit({{"budget", "b"}, {"gpus", 1}, {"min_runtime_s", 3600}, {"command", {"x"}}});
+  const int64_t s = c.Submit({{"budget", "b"},
+                              {"gpus", 1},
+                              {"class", "interactive"},
+                              {"min_runtime_s", 1},
+                              {"lease_s", 2},
+                              {"max_runtime_s", 3600},
+                              {"resumable", true},
+                              {"command", {"jupyter"}}});
+  ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(hold) && n1.Runs(s); }));
+  const std::string touch = "/v1/jobs/" + std::to_string(s) + "/activity";
+  ASSERT_EQ(c.h.Post(touch, c.alice, json::object()).status, 200);
+  const int64_t p = c.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"y"}}});
+  // In use for three leases: reported at every beat, never stopped.
+  SystemClock clock;
+  const int64_t until = clock.NowMs() + 6000;
+  (void)Eventually(
+      [&] {
+        const Resp r = c.h.Post(touch, c.alice, json::object());
+        EXPECT_EQ(r.status, 200) << r.text;
+        n1.Beat();
+        return clock.NowMs() >= until || c.Job(s)["state"] != "running";
+      },
+      8000);
+  const json in_use = c.Job(s);
+  EXPECT_EQ(in_use["state"], "running") << in_use.dump();
+  EXPECT_GE(in_use["protected_until"].get<int64_t>(), in_use["active_at"].get<int64_t>() + 2);
+  EXPECT_EQ(c.Job(p)["state"], "pending");
+  // Left idle: preempted for a once its lease has run out.
+  const int64_t idle_since = clock.NowMs() / 1000;
+  ASSERT_TRUE(c.BeatUntil([&] { return c.Job(s)["state"] == "stopping"; })) << c.Job(s).dump();
+  EXPECT_GE(clock.NowMs() / 1000, idle_since + 1);
+  const json stopped = c.Job(s);
+  EXPECT_EQ(stopped["reason_code"], "preempt_fair_share") << stopped.dump();
+  EXPECT_EQ(c.Job(hold)["state"], "running");
+  // Requeued (resumable); when a's job is done it runs again, its lease counting from the start.
+  n1.Exit(s, std::nullopt, 15);
+  ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(p); })) << c.Job(p).dump();
+  n1.Exit(p, 0, std::nullopt);
+  ASSERT_TRUE(c.BeatUntil([&] { return n1.Runs(s) && c.Job(s)["attempts"] == 2; }))
+      << c.Job(s).dump();
+  const json again = c.Job(s);
+  EXPECT_TRUE(again["active_at"].is_null()) << again.dump();
+  EXPECT_EQ(again["protected_until"], again["started_at"].get<int64_t>() + 2) << again.dump();
+}
+
 TEST(Scheduling, LogsAreFetchedFromTheAgentWithItsToken) {
   Harness h;
   const std::string agent = h.Principal("agent1", "agent");

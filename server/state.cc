@@ -37,6 +37,7 @@ std::string ApiField(const std::string& f) {
   if (f == "min_runtime") return "min_runtime_s";
   if (f == "max_runtime") return "max_runtime_s";
   if (f == "grace") return "grace_s";
+  if (f == "lease") return "lease_s";
   return f;
 }
 
@@ -221,6 +222,7 @@ void State::Impl::ResolveBudget(JobRt& j) const {
   j.spec.gpus_per_node = Gpus(j.rec.gpus_per_node);
   j.spec.job_class = j.rec.job_class;
   j.spec.min_runtime = Seconds(j.rec.min_runtime_s);
+  j.spec.lease = Seconds(j.rec.lease_s);
   j.spec.max_runtime.reset();
   if (j.rec.max_runtime_s) j.spec.max_runtime = Seconds(*j.rec.max_runtime_s);
   j.spec.resumable = j.rec.resumable;
@@ -395,6 +397,7 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
     spec.gpus = Gpus(job.gpus);
     spec.gpus_per_node = Gpus(job.gpus_per_node);
     spec.min_runtime = Seconds(job.min_runtime_s);
+    spec.lease = Seconds(job.lease_s);
     if (job.max_runtime_s) spec.max_runtime = Seconds(*job.max_runtime_s);
     spec.grace = Seconds(job.grace_s);
     if (!job.budget.empty()) {
@@ -417,6 +420,7 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
   job.attempts = 0;
   job.started_at.reset();
   job.ended_at.reset();
+  job.active_at.reset();
   job.placement_json = "[]";
   // Durable first (outside the lock, so concurrent submissions share a commit), then queued.
   auto id = s.store.InsertJob(job);
@@ -473,6 +477,33 @@ Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t i
   }
   s.Changed();
   return nlohmann::json{{"id", id}, {"state", "cancelled"}};
+}
+
+Reply<nlohmann::json> State::ReportActivity(const store::PrincipalRecord& who, int64_t id) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  auto it = s.jobs.find(id);
+  if (it == s.jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
+  JobRt& j = it->second;
+  if (!CanManageJob(who, j.rec.user)) return Refuse(403, "authorization", "not your job");
+  // A job without a lease never has a use for activity, whatever its state: said first.
+  if (j.rec.lease_s <= 0)
+    return Refuse(400, "lease_s",
+                  "job " + std::to_string(id) +
+                      " has no lease: only a job submitted with lease_s reports activity");
+  if (j.rec.state != "running")
+    return Refuse(409, "state",
+                  "job " + std::to_string(id) + " is " + j.rec.state +
+                      ": only a running session's activity extends its protection");
+  const int64_t now = s.NowS();
+  // Durable before the reply: the protection it buys must survive a restart of the server. No
+  // job event: reports come every few minutes for as long as a session is in use.
+  if (auto ok = s.store.SetActivity(id, now); !ok) return tl::unexpected(StoreFailure(ok.error()));
+  j.rec.active_at = now;
+  ++s.activity_reports_total;
+  // No s.Changed(): longer protection lets the policy start or stop nothing sooner; the next
+  // scheduled cycle sees it.
+  return s.JobView(j);
 }
 
 // --- budgets ------------------------------------------------------------------------------------

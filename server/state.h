@@ -65,6 +65,9 @@ class State {
                                  const std::string& user, int64_t limit);
   Reply<nlohmann::json> JobEventsJson(const store::PrincipalRecord& who, int64_t id);
   Reply<nlohmann::json> Cancel(const store::PrincipalRecord& who, int64_t id);
+  // The user of a running session (a job with a lease) is active now, by the injected clock:
+  // stored before the reply, which is the job's view with the protected_until it buys.
+  Reply<nlohmann::json> ReportActivity(const store::PrincipalRecord& who, int64_t id);
   // Where the logs of an attempt are: the agent's logs_url and node; attempt 0 = the latest.
   struct LogSource {
     std::string logs_url;

@@ -150,6 +150,9 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   rec.ended_at.reset();
   rec.exit_code.reset();
   rec.exit_signal.reset();
+  // A new run: the activity reported during the last one would otherwise show as this run's
+  // (RunningJob::protected_until ignores activity before the start anyway).
+  rec.active_at.reset();
   rec.reason = Words(d.reason, tree, nodes);
   rec.reason_code = CodeName(d.reason.code);
   JobRt probe;
@@ -353,6 +356,8 @@ Result<void> State::RunCycle() {
     r.stop_at = j.stop_at;
     r.stop_for = j.stop_for;
     r.checkpointed = j.started;
+    // 0 (before any start) when none was reported: the lease counts from the start of the run.
+    r.active_at = Seconds(j.rec.active_at.value_or(0));
     r.attempt = j.rec.attempts;
     // Its start reason is kept with the job (the store's reason_code) until it is stopped, so a
     // job that started on reserved GPUs stays preemptible for the reservation after a restart.

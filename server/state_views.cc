@@ -29,7 +29,15 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
   nlohmann::json eta = nullptr;
   if (r.state == "pending" && j.estimated_start != kNever) eta = j.estimated_start.value();
   nlohmann::json prot = nullptr;
-  if (j.active() && !r.budget.empty() && r.started_at) prot = j.started.value() + r.min_runtime_s;
+  if (j.active() && !r.budget.empty() && r.started_at) {
+    // What the policy honours (core's RunningJob rules, built as RunCycle builds it): the
+    // contract, extended by a session's lease unless the site turned leases off.
+    RunningJob run;
+    run.spec = &j.spec;
+    run.started = j.started;
+    run.active_at = Seconds(r.active_at.value_or(0));
+    prot = (opt.config.leases ? run.protected_until() : run.contract_until()).value();
+  }
   // The fields as submitted, then what the server knows of the job.
   nlohmann::json v = JobRequestBody(r);
   v.update({{"id", r.id},
@@ -47,6 +55,7 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
             {"exit_signal", Opt(r.exit_signal)},
             {"placement", placement},
             {"estimated_start_at", eta},
+            {"active_at", Opt(r.active_at)},
             {"protected_until", prot}});
   return v;
 }
@@ -273,6 +282,7 @@ std::string State::MetricsText() {
     in.nodes = {{"ready", 0}, {"draining", 0}, {"drained", 0}, {"lost", 0}};
     for (const NodeRt& rt : s.node_rt) ++in.nodes[rt.rec.state];
     in.submissions = s.submissions_total;
+    in.activity_reports = s.activity_reports_total;
   }
   return RenderMetrics(std::move(in));
 }

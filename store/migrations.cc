@@ -115,6 +115,13 @@ CREATE TABLE nodes (
 );
 )sql";
 
+// Version 2: session leases. lease_s is part of the submission (0: none, as every older job);
+// active_at is the last activity reported during the current run (NULL: none yet).
+constexpr const char* kV2 = R"sql(
+ALTER TABLE jobs ADD COLUMN lease_s INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN active_at INTEGER;
+)sql";
+
 Result<void> EnsureVersionTable(sql::Db& db) {
   // One row; created with version 0 so every later step is a plain UPDATE.
   return db.Exec(
@@ -135,7 +142,7 @@ Error TooNew(const sql::Db& db, int have, size_t known) {
 }  // namespace
 
 const std::vector<std::string>& SchemaSteps() {
-  static const std::vector<std::string> steps = {kV1};
+  static const std::vector<std::string> steps = {kV1, kV2};
   return steps;
 }
 

@@ -210,7 +210,7 @@ constexpr const char* kJobColumns =
     "id, name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, max_runtime_s, "
     "resumable, grace_s, priority, command_json, env_json, cwd, state, reason, reason_code, "
     "submitted_at, queued_since, started_at, ended_at, attempts, exit_code, exit_signal, "
-    "placement_json";
+    "placement_json, lease_s, active_at";
 
 Result<JobRecord> ReadJob(const Statement& st) {
   JobRecord j;
@@ -244,6 +244,8 @@ Result<JobRecord> ReadJob(const Statement& st) {
   j.exit_code = st.OptInt32(23);
   j.exit_signal = st.OptInt32(24);
   j.placement_json = st.Text(25);
+  j.lease_s = st.Int64(26);
+  j.active_at = st.OptInt64(27);
   return j;
 }
 
@@ -257,8 +259,9 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
       "INSERT INTO jobs (name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
       "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
       "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
-      "exit_signal, placement_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-      "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)");
+      "exit_signal, placement_json, lease_s, active_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+      "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, "
+      "?27)");
   HG_TRY(st);
   HG_TRY((*st)
              ->Bind(1, j.name)
@@ -286,6 +289,8 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
              .Bind(23, j.exit_code)
              .Bind(24, j.exit_signal)
              .Bind(25, j.placement_json)
+             .Bind(26, j.lease_s)
+             .Bind(27, j.active_at)
              .Run());
   return db.LastInsertRowid();
 }
@@ -295,7 +300,7 @@ Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
   auto st = db.Cached(
       "UPDATE jobs SET state = ?2, reason = ?3, reason_code = ?4, submitted_at = ?5, "
       "queued_since = ?6, started_at = ?7, ended_at = ?8, attempts = ?9, exit_code = ?10, "
-      "exit_signal = ?11, placement_json = ?12 WHERE id = ?1");
+      "exit_signal = ?11, placement_json = ?12, active_at = ?13 WHERE id = ?1");
   HG_TRY(st);
   HG_TRY((*st)
              ->Bind(1, j.id)
@@ -310,8 +315,17 @@ Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
              .Bind(10, j.exit_code)
              .Bind(11, j.exit_signal)
              .Bind(12, j.placement_json)
+             .Bind(13, j.active_at)
              .Run());
   if (db.Changes() == 0) return Fail("job", "no job with id " + std::to_string(j.id));
+  return {};
+}
+
+Result<void> SetActivityOn(Db& db, int64_t job, int64_t at) {
+  auto st = db.Cached("UPDATE jobs SET active_at = ?2 WHERE id = ?1");
+  HG_TRY(st);
+  HG_TRY((*st)->Bind(1, job).Bind(2, at).Run());
+  if (db.Changes() == 0) return Fail("job", "no job with id " + std::to_string(job));
   return {};
 }
 
@@ -496,6 +510,7 @@ class TxStore final : public Store {
   }
   Result<int64_t> InsertJob(const JobRecord& j) override { return InsertJobOn(db_, j); }
   Result<void> UpdateJob(const JobRecord& j) override { return UpdateJobOn(db_, j); }
+  Result<void> SetActivity(int64_t job, int64_t at) override { return SetActivityOn(db_, job, at); }
   Result<std::vector<JobRecord>> Jobs() override { return JobsOn(db_); }
   Result<std::optional<JobRecord>> Job(int64_t id) override { return JobOn(db_, id); }
   Result<void> AddJobEvent(const JobEventRecord& e) override { return AddJobEventOn(db_, e); }
@@ -691,6 +706,9 @@ Result<int64_t> SqliteStore::InsertJob(const JobRecord& j) {
 }
 Result<void> SqliteStore::UpdateJob(const JobRecord& j) {
   return Write([&](Db& db) { return UpdateJobOn(db, j); });
+}
+Result<void> SqliteStore::SetActivity(int64_t job, int64_t at) {
+  return Write([&](Db& db) { return SetActivityOn(db, job, at); });
 }
 Result<void> SqliteStore::AddJobEvent(const JobEventRecord& e) {
   return Write([&](Db& db) { return AddJobEventOn(db, e); });

@@ -53,6 +53,7 @@ class SqliteStore final : public Store {
 
   Result<int64_t> InsertJob(const JobRecord& j) override;
   Result<void> UpdateJob(const JobRecord& j) override;
+  Result<void> SetActivity(int64_t job, int64_t at) override;
   Result<std::vector<JobRecord>> Jobs() override;
   Result<std::optional<JobRecord>> Job(int64_t id) override;
   Result<void> AddJobEvent(const JobEventRecord& e) override;

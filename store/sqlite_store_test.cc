@@ -29,6 +29,7 @@ JobRecord FullJob() {
   j.job_class = "long";
   j.min_runtime_s = 3600;
   j.max_runtime_s = 86400;
+  j.lease_s = 1800;
   j.resumable = true;
   j.grace_s = 300;
   j.priority = -3;
@@ -46,6 +47,7 @@ JobRecord FullJob() {
   j.exit_code = 0;
   j.exit_signal = 15;
   j.placement_json = R"([{"node":"n1","gpus":[0,1]}])";
+  j.active_at = 1500;
   return j;
 }
 
@@ -59,6 +61,7 @@ void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.job_class, b.job_class);
   EXPECT_EQ(a.min_runtime_s, b.min_runtime_s);
   EXPECT_EQ(a.max_runtime_s, b.max_runtime_s);
+  EXPECT_EQ(a.lease_s, b.lease_s);
   EXPECT_EQ(a.resumable, b.resumable);
   EXPECT_EQ(a.grace_s, b.grace_s);
   EXPECT_EQ(a.priority, b.priority);
@@ -76,6 +79,7 @@ void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.exit_code, b.exit_code);
   EXPECT_EQ(a.exit_signal, b.exit_signal);
   EXPECT_EQ(a.placement_json, b.placement_json);
+  EXPECT_EQ(a.active_at, b.active_at);
 }
 
 TEST(SqliteStore, PrincipalsAndTokensRoundTrip) {
@@ -207,6 +211,7 @@ TEST(SqliteStore, JobsRoundTripAndUpdate) {
     // UpdateJob writes the mutable fields, and only those.
     JobRecord upd = full;
     upd.name = "renamed";  // immutable: ignored
+    upd.lease_s = 60;      // immutable: ignored
     upd.state = "preempted";
     upd.reason = "funded work";
     upd.reason_code = "preempted_for_funded";
@@ -217,8 +222,10 @@ TEST(SqliteStore, JobsRoundTripAndUpdate) {
     upd.exit_code = std::nullopt;
     upd.exit_signal = std::nullopt;
     upd.placement_json = "[]";
+    upd.active_at = std::nullopt;  // a new run starts without activity
     ASSERT_TRUE(s->UpdateJob(upd));
     upd.name = full.name;
+    upd.lease_s = full.lease_s;
     got = s->Job(id1);
     ASSERT_TRUE(got && got->has_value());
     ExpectSameJob(**got, upd);
@@ -245,6 +252,44 @@ TEST(SqliteStore, JobsRoundTripAndUpdate) {
   auto c = s->InsertJob(JobRecord{});
   ASSERT_TRUE(c);
   EXPECT_GT(*c, id2);
+}
+
+// A session's activity is written alone (the rest of the row as it was), also inside a
+// transaction, and read back after closing and reopening; an unknown job is refused.
+TEST(SqliteStore, ActivityIsRecordedAloneAndSurvivesReopening) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  JobRecord want = FullJob();
+  want.active_at.reset();
+  {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+    auto id = s->InsertJob(want);
+    ASSERT_TRUE(id) << id.error().ToString();
+    want.id = *id;
+    auto got = s->Job(want.id);
+    ASSERT_TRUE(got && got->has_value());
+    EXPECT_FALSE((*got)->active_at.has_value());
+    ASSERT_TRUE(s->SetActivity(want.id, 4000));
+    want.active_at = 4000;
+    got = s->Job(want.id);
+    ASSERT_TRUE(got && got->has_value());
+    ExpectSameJob(**got, want);
+    auto tx = s->Transaction([&](Store& t) { return t.SetActivity(want.id, 4100); });
+    ASSERT_TRUE(tx) << tx.error().ToString();
+    want.active_at = 4100;
+    auto refused = s->SetActivity(want.id + 1, 4200);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().field, "job");
+    EXPECT_NE(refused.error().reason.find(std::to_string(want.id + 1)), std::string::npos)
+        << refused.error().reason;
+  }
+  auto s = MustOpen(path);
+  ASSERT_TRUE(s);
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 1u);
+  ExpectSameJob((*jobs)[0], want);
 }
 
 TEST(SqliteStore, InvalidUtf8IsRefusedNotThrown) {
@@ -581,6 +626,40 @@ TEST(Migrations, FromEmptyAndReopenIsIdempotent) {
   auto again = Migrate(*db);
   ASSERT_TRUE(again);
   EXPECT_EQ(*again, LatestSchemaVersion());
+}
+
+// A database written before leases (schema version 1) opens with its jobs intact and without a
+// lease or activity.
+TEST(Migrations, JobsFromVersionOneHaveNoLease) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  {
+    auto db = sql::Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    ASSERT_TRUE(db);
+    auto v = Migrate(*db, {SchemaSteps()[0]});
+    ASSERT_TRUE(v) << v.error().ToString();
+    ASSERT_EQ(*v, 1);
+    ASSERT_TRUE(db->Exec(
+        "INSERT INTO jobs (name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
+        "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
+        "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
+        "exit_signal, placement_json) VALUES ('old', 'alice', '', 2, 0, 'batch', 60, NULL, 0, "
+        "120, 0, '[\"x\"]', '{}', '/tmp', 'running', 'r', 'start_free', 10, 10, 11, NULL, 1, "
+        "NULL, NULL, '[]')"));
+  }
+  auto s = MustOpen(path);
+  ASSERT_TRUE(s);
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs) << jobs.error().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].name, "old");
+  EXPECT_EQ((*jobs)[0].min_runtime_s, 60);
+  EXPECT_EQ((*jobs)[0].lease_s, 0);
+  EXPECT_FALSE((*jobs)[0].active_at.has_value());
+  ASSERT_TRUE(s->SetActivity((*jobs)[0].id, 12));
+  auto got = s->Job((*jobs)[0].id);
+  ASSERT_TRUE(got && got->has_value());
+  EXPECT_EQ((*got)->active_at, std::optional<int64_t>(12));
 }
 
 TEST(Migrations, StepsApplyInOrderAndAFailingStepChangesNothing) {

@@ -57,6 +57,7 @@ struct JobRecord {
   std::string job_class;
   int64_t min_runtime_s = 0;
   std::optional<int64_t> max_runtime_s;
+  int64_t lease_s = 0;  // a session's lease (JobSpec::lease); 0: none
   bool resumable = false;
   int64_t grace_s = 120;
   int32_t priority = 0;
@@ -75,6 +76,10 @@ struct JobRecord {
   std::optional<int32_t> exit_code;
   std::optional<int32_t> exit_signal;
   std::string placement_json;  // [{"node":"n1","gpus":[0,1]}] of the current/last attempt
+  // The last activity its user reported during the current run (RunningJob::active_at). A new
+  // run starts without one (the server clears it with the start), so what is stored always
+  // belongs to the run that is on: a lease counts from the start until the user reports.
+  std::optional<int64_t> active_at;
 };
 
 struct JobEventRecord {
@@ -127,7 +132,10 @@ class Store {
   // Jobs. InsertJob assigns and returns the id; it is durable when it returns.
   virtual Result<int64_t> InsertJob(const JobRecord& j) = 0;
   virtual Result<void> UpdateJob(const JobRecord& j) = 0;  // every mutable field, by id
-  virtual Result<std::vector<JobRecord>> Jobs() = 0;       // all, by id
+  // Records a running session's last activity (JobRecord::active_at) and nothing else: a user
+  // reports one every few minutes, and rewriting the whole row each time would buy nothing.
+  virtual Result<void> SetActivity(int64_t job, int64_t at) = 0;
+  virtual Result<std::vector<JobRecord>> Jobs() = 0;  // all, by id
   virtual Result<std::optional<JobRecord>> Job(int64_t id) = 0;
   virtual Result<void> AddJobEvent(const JobEventRecord& e) = 0;
   virtual Result<std::vector<JobEventRecord>> JobEvents(int64_t job) = 0;
