@@ -137,6 +137,11 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
                     return static_cast<double>(m.contract_violations);
                   },
                   ColumnDef::kCount});
+  cols.push_back({{"active_sessions_stopped", "sessions cut", Better::kLower},
+                  [](const Measures& m) -> std::optional<double> {
+                    return static_cast<double>(m.active_sessions_stopped);
+                  },
+                  ColumnDef::kCount});
   cols.push_back({{"drain_latency_p90_s", "drain p90", Better::kLower},
                   [](const Measures& m) -> std::optional<double> {
                     if (!m.drains.latency_p90) return std::nullopt;
