@@ -251,6 +251,26 @@ TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLe
   EXPECT_EQ(off.r.jobs[0].final_state, JobState::kPreempted);
 }
 
+// The reader leaves a lease's bounds to the policy, as it leaves min_runtime's cap: the run
+// refuses the job with its line and the field ValidateJob names.
+TEST(Engine, ALeaseWithoutMaxRuntimeIsRefusedWithItsLine) {
+  Scenario sc;
+  sc.end = Hours(1);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  SimJob j = Job(1, 0, 1, "team", 60);
+  j.spec.lease = Minutes(30);
+  j.line = 4;
+  sc.jobs = {j};
+  auto policy = MakePolicy("hourglass", PolicyConfig{});
+  auto r = Simulate(sc, **policy, SimOptions{});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().file, "workload");
+  EXPECT_EQ(r.error().line, 4);
+  EXPECT_EQ(r.error().field, "max_runtime");
+  EXPECT_NE(r.error().reason.find("required with a lease"), std::string::npos);
+}
+
 TEST(Engine, UnknownBudgetIsRefusedWithItsLine) {
   Scenario sc;
   sc.end = Hours(1);

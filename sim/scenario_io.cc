@@ -205,9 +205,7 @@ Result<SimJob> ParseJob(const Row& row) {
   s.tier = static_cast<int>(*tier);
   auto lease = row.IntOr("lease", 0, 0, kMaxSeconds, "an integer >= 0 (seconds)");
   if (!lease) return tl::unexpected(lease.error());
-  s.lease = Seconds(*lease);
-  if (s.lease.value() > 0 && !s.max_runtime)
-    return row.Fail("lease", "needs a max_runtime: it ends the session's protection");
+  s.lease = Seconds(*lease);  // its bounds are the policy's (ValidateJob), as min_runtime's cap
   if (row.Given("idle_after")) {
     auto idle = row.Int("idle_after", 0, kMaxSeconds,
                         "an integer >= 0 (seconds) or empty for active throughout");

@@ -400,8 +400,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"tier_negative", WL_HEAD "tier\n1,0,10,1,-1\n", 2, "tier", "0, 1 or 2"},
         BadCase{"lease_negative", WL_HEAD "max_runtime,lease\n1,0,10,1,60,-1\n", 2, "lease",
                 "integer >= 0"},
-        BadCase{"lease_without_max_runtime", WL_HEAD "lease\n1,0,10,1,1800\n", 2, "lease",
-                "needs a max_runtime"},
         BadCase{"idle_after_text", WL_HEAD "idle_after\n1,0,10,1,soon\n", 2, "idle_after",
                 "got 'soon'"},
         BadCase{"unclosed_quote", WL_HEAD "class\n1,0,10,1,\"debug\n", 2, "class", "not closed"}),
