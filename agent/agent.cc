@@ -238,10 +238,18 @@ void Agent::Register() {
 }
 
 void Agent::Heartbeat() {
-  json running = json::array();
+  // Each attempt's CPU time so far: the server reads a session's use from its growth.
+  std::vector<pid_t> groups;
   for (const auto& [k, p] : jobs_)
-    if (!p->ended())
-      running.push_back({{"job", k.first}, {"attempt", k.second}, {"pid", p->pid()}});
+    if (!p->ended() && p->pid() > 0) groups.push_back(p->pid());
+  const std::map<pid_t, double> cpu = GroupCpuSeconds(groups);
+  json running = json::array();
+  for (const auto& [k, p] : jobs_) {
+    if (p->ended()) continue;
+    json entry = {{"job", k.first}, {"attempt", k.second}, {"pid", p->pid()}};
+    if (auto c = cpu.find(p->pid()); c != cpu.end()) entry["cpu_s"] = c->second;
+    running.push_back(std::move(entry));
+  }
   json exited = json::array();
   for (const ExitReport& e : unacked_) exited.push_back(ExitJson(e));
   const size_t sent = unacked_.size();

@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 extern char** environ;
@@ -229,6 +231,43 @@ bool GroupHasLiveMembers(pid_t pgid) {
     if (pgrp == pgid && state != 'Z' && state != 'X') return true;
   }
   return false;
+}
+
+std::map<pid_t, double> GroupCpuSeconds(const std::vector<pid_t>& pgids,
+                                        const std::string& proc_root) {
+  std::map<pid_t, double> out;
+  if (pgids.empty()) return out;
+  const std::set<pid_t> wanted(pgids.begin(), pgids.end());
+  const long ticks = sysconf(_SC_CLK_TCK);
+  if (ticks <= 0) return out;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(proc_root, ec);
+  if (ec) return out;
+  std::map<pid_t, unsigned long long> sum;
+  for (const auto& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;  // it just exited: skip it
+    // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
+    // utime stime cutime cstime ...": comm may hold spaces and parentheses.
+    const size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close_paren + 1));
+    char state = 0;
+    long long ppid = 0, pgrp = 0, skip = 0;
+    if (!(rest >> state >> ppid >> pgrp)) continue;
+    if (!wanted.count(static_cast<pid_t>(pgrp))) continue;
+    for (int i = 0; i < 8 && rest; ++i) rest >> skip;  // session .. cmajflt
+    unsigned long long utime = 0, stime = 0;
+    long long cutime = 0, cstime = 0;
+    if (!(rest >> utime >> stime >> cutime >> cstime)) continue;
+    sum[static_cast<pid_t>(pgrp)] +=
+        utime + stime + static_cast<unsigned long long>(std::max<long long>(0, cutime + cstime));
+  }
+  for (const auto& [g, t] : sum) out[g] = static_cast<double>(t) / static_cast<double>(ticks);
+  return out;
 }
 
 std::optional<ExitReport> JobProcess::Poll() {

@@ -58,6 +58,14 @@ std::vector<std::string> CurrentEnvironment();
 // sandbox's PID 1 here took over 2 s at times).
 bool GroupHasLiveMembers(pid_t pgid);
 
+// The cumulative CPU time, in seconds, of the processes of each process group in `pgids`, read
+// from <proc_root>/<pid>/stat: utime + stime of every member, plus cutime + cstime (what its
+// children that ended and were waited for used, e.g. the commands a shell ran). One scan of
+// /proc for all groups. A process that vanishes or cannot be read while scanning is skipped; a
+// group with no member read is absent from the result. The heartbeat's `cpu_s` (docs/api.md).
+std::map<pid_t, double> GroupCpuSeconds(const std::vector<pid_t>& pgids,
+                                        const std::string& proc_root = "/proc");
+
 class JobProcess {
  public:
   // Forks and execs the command in a new process group with stdout/stderr appended to the log

@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "agent/test_util.h"
 
@@ -213,6 +215,48 @@ TEST(JobProcess, StopAfterEndIsANoOp) {
   p->Stop(0);
   EXPECT_FALSE(p->Poll());
   EXPECT_EQ(r->how, "exited");
+}
+
+TEST(GroupCpuSeconds, BusyGroupShowsCpuTimeAndSleepingGroupAlmostNone) {
+  TempDir d;
+  SystemClock clock;
+  // The busy loop runs in a child of the job's shell, so its time counts while it runs.
+  auto busy = JobProcess::Start(
+      Bash(30, "bash -c 'end=$((SECONDS+30)); while [ $SECONDS -lt $end ]; do :; done' & wait"),
+      d.path(), clock);
+  auto idle = JobProcess::Start(Bash(31, "sleep 30"), d.path(), clock);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const auto cpu = GroupCpuSeconds({busy->pid(), idle->pid(), 999999999});
+  ASSERT_TRUE(cpu.count(busy->pid()));
+  ASSERT_TRUE(cpu.count(idle->pid()));
+  EXPECT_GT(cpu.at(busy->pid()), 0.2);
+  EXPECT_LT(cpu.at(idle->pid()), 0.1);
+  EXPECT_FALSE(cpu.count(999999999)) << "no such group: absent";
+  busy->Kill();
+  idle->Kill();
+  EXPECT_TRUE(WaitEnd(*busy, 5000));
+  EXPECT_TRUE(WaitEnd(*idle, 5000));
+  EXPECT_TRUE(GroupCpuSeconds({}).empty());
+}
+
+TEST(GroupCpuSeconds, CountsTheChildrenAShellWaitedFor) {
+  TempDir d;
+  SystemClock clock;
+  // A shell that ran a busy command which has ended: its time is the shell's cutime.
+  auto p = JobProcess::Start(
+      Bash(32, "timeout 0.5 bash -c 'while :; do :; done'; touch " + d / "done" + "; sleep 30"),
+      d.path(), clock);
+  ASSERT_TRUE(WaitFor([&] { return Exists(d / "done"); }, 5000));
+  const auto cpu = GroupCpuSeconds({p->pid()});
+  ASSERT_TRUE(cpu.count(p->pid()));
+  EXPECT_GT(cpu.at(p->pid()), 0.2);
+  p->Kill();
+  EXPECT_TRUE(WaitEnd(*p, 5000));
+}
+
+TEST(GroupCpuSeconds, UnreadableProcIsNoResult) {
+  TempDir d;
+  EXPECT_TRUE(GroupCpuSeconds({1}, d / "no-proc").empty());
 }
 
 }  // namespace

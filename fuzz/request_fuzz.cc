@@ -3,6 +3,7 @@
 // A refusal is a 400 that names a field and a reason; a non-object is refused as "body". What
 // is accepted is within the ranges of docs/api.md, has read every field (one more field is
 // refused by its name), and a job reads back the same from the fields it was read into.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -105,6 +106,10 @@ void CheckAgents(const json& body) {
       Accepted(hb, body, hg::server::ParseHeartbeat)) {
     FUZZ_CHECK(IsName(hb->node) && hb->token.empty());
     CheckAttempts(hb->running);
+    for (const auto& [a, cpu] : hb->cpu_s) {
+      FUZZ_CHECK(std::isfinite(cpu) && cpu >= 0);
+      FUZZ_CHECK(std::find(hb->running.begin(), hb->running.end(), a) != hb->running.end());
+    }
     for (const auto& x : hb->exited) {
       FUZZ_CHECK(x.job >= 1 && InRange(x.attempt, 1, 1 << 30));
       FUZZ_CHECK(!x.exit_code || InRange(*x.exit_code, -1000, 1000));

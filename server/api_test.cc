@@ -2,6 +2,7 @@
 // changes nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -286,6 +287,75 @@ TEST_F(Api, ActivityExtendsARunningSessionsProtection) {
   for (const auto& e : ev) EXPECT_EQ(e["kind"].get<std::string>().find("activ"), std::string::npos);
   EXPECT_NE(h_.Get("/metrics", "").text.find("hourglass_activity_reports_total 2\n"),
             std::string::npos);
+}
+
+// Heartbeats' `cpu_s`: growth of a session's CPU time between two reports (at least 1% of the
+// wall time between them) is activity at the server's now; flat or slight growth is not; the first
+// report is only a baseline. The store learns of it at most every quarter lease.
+TEST_F(Api, HeartbeatCpuGrowthIsASessionsActivity) {
+  FakeAgent n1(h_, agent_, "n1", 8), n2(h_, agent_, "n2", 8);
+  const Resp sub = h_.Post("/v1/jobs", alice_, Job({{"lease_s", 1800}, {"max_runtime_s", 7200}}));
+  ASSERT_EQ(sub.status, 201) << sub.text;
+  const int64_t id = sub.body["id"];
+  const std::string path = "/v1/jobs/" + std::to_string(id);
+  ASSERT_TRUE(Eventually([&] { return h_.Get(path, alice_).body["state"] == "running"; }));
+  n1.Beat();
+  n2.Beat();
+  FakeAgent& a = n1.Runs(id) ? n1 : n2;
+  const std::string node = n1.Runs(id) ? "n1" : "n2";
+  ASSERT_TRUE(a.Runs(id));
+  const auto wait_ms = [](int64_t ms) {
+    const int64_t until = SystemClock().NowMs() + ms;
+    Eventually([&] { return SystemClock().NowMs() >= until; }, ms + 1000);
+  };
+
+  a.set_cpu(id, 5.0);
+  a.Beat();  // the baseline
+  EXPECT_TRUE(h_.Get(path, alice_).body["active_at"].is_null());
+  a.set_cpu(id, 6.0);
+  a.Beat();  // a second of CPU within milliseconds: in use
+  const json used = h_.Get(path, alice_).body;
+  ASSERT_FALSE(used["active_at"].is_null()) << used;
+  const int64_t at = used["active_at"];
+  // (The start is rounded up to the next second, the activity's time down: the later counts.)
+  EXPECT_EQ(used["protected_until"], std::max(at, used["started_at"].get<int64_t>()) + 1800)
+      << used;
+
+  // Over a second later: flat CPU time, then growth below 1% of the wall time, leave it alone.
+  wait_ms(1100);
+  a.Beat();
+  wait_ms(1100);
+  a.set_cpu(id, 6.005);
+  a.Beat();
+  EXPECT_EQ(h_.Get(path, alice_).body["active_at"], at);
+
+  // A malformed cpu_s is refused with its field and changes nothing.
+  const std::string fingerprint = Fingerprint();
+  for (const json& bad : {json(-1.0), json("12")}) {
+    const Resp r =
+        h_.Post("/v1/agents/heartbeat", agent_,
+                {{"node", node}, {"running", {{{"job", id}, {"attempt", 1}, {"cpu_s", bad}}}}});
+    EXPECT_EQ(r.status, 400) << r.text;
+    EXPECT_EQ(r.body["error"]["field"], "running[0].cpu_s") << r.text;
+    EXPECT_EQ(Fingerprint(), fingerprint) << bad;
+  }
+
+  // Activity again, a second or more later: memory moves, the store (written a moment ago, well
+  // within a quarter of the lease) does not, so a restarted server shows the first activity.
+  a.set_cpu(id, 9.0);
+  a.Beat();
+  const int64_t later = h_.Get(path, alice_).body["active_at"];
+  EXPECT_GT(later, at);
+  h_.StopServer();
+  h_.StartServer();
+  const json back = h_.Get(path, alice_).body;
+  EXPECT_EQ(back["active_at"], at) << back;
+  // The restarted server's heartbeats start from a new baseline; growth then counts again.
+  ASSERT_EQ(a.Register().status, 200);
+  a.Beat();
+  a.set_cpu(id, 10.0);
+  a.Beat();
+  EXPECT_GE(h_.Get(path, alice_).body["active_at"].get<int64_t>(), later);
 }
 
 TEST_F(Api, SixtyFourConcurrentClientsEachGetTheirOwnDurableId) {

@@ -45,12 +45,20 @@ AttemptRef ReadAttempt(JsonCheck& e) {
   return a;
 }
 
-// The attempts an agent says it runs; `pid` is accepted but not kept.
-std::vector<AttemptRef> ReadRunning(JsonCheck& k) {
+// The attempts an agent says it runs; `pid` is accepted but not kept. With `cpu` (heartbeats
+// only), each entry may give `cpu_s`: a finite number >= 0.
+std::vector<AttemptRef> ReadRunning(JsonCheck& k, std::map<AttemptRef, double>* cpu = nullptr) {
   std::vector<AttemptRef> out;
   EachEntry(k, "running", [&](JsonCheck& e) {
     out.push_back(ReadAttempt(e));
     e.Int("pid", false, 0, INT64_MAX);
+    if (!cpu) return;
+    if (auto v = e.Number("cpu_s", false)) {
+      if (*v < 0)
+        e.Fail("cpu_s", "must be at least 0");
+      else
+        (*cpu)[out.back()] = *v;
+    }
   });
   return out;
 }
@@ -177,7 +185,7 @@ Reply<Heartbeat> ParseHeartbeat(const json& body) {
     hc.Done();
     if (!hc.ok()) k.Fail(hc.error()->field, hc.error()->reason);
   }
-  hb.running = ReadRunning(k);
+  hb.running = ReadRunning(k, &hb.cpu_s);
   hb.exited = ReadExited(k);
   return Finish(k, std::move(hb));
 }

@@ -69,6 +69,9 @@ struct Heartbeat {
   bool health_ok = true;
   std::string health_detail;
   std::vector<AttemptRef> running;
+  // The running entries' `cpu_s`, where given: the attempt's cumulative CPU time on this node,
+  // in seconds (finite, >= 0). State reads a session's activity from its growth.
+  std::map<AttemptRef, double> cpu_s;
   std::vector<ExitReport> exited;
   std::string token;  // as in Registration
 };

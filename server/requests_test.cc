@@ -311,7 +311,28 @@ TEST(ParseHeartbeat, RefusesEachMistakeByField) {
           {With(ok, {{"exited", {{{"job", 1}, {"attempt", 1}, {"how", 2}}}}}), "exited[0].how",
            "string"},
           {With(ok, {{"exited", json(std::vector<int>(4097, 0))}}), "exited", "4096 entries"},
+          {With(ok, {{"running", {{{"job", 1}, {"attempt", 1}, {"cpu_s", -0.5}}}}}),
+           "running[0].cpu_s", "at least 0"},
+          {With(ok, {{"running", {{{"job", 1}, {"attempt", 1}, {"cpu_s", "12"}}}}}),
+           "running[0].cpu_s", "number"},
       });
+}
+
+TEST(ParseHeartbeat, KeepsEachRunningEntrysCpuSeconds) {
+  const auto hb = ParseHeartbeat({{"node", "n1"},
+                                  {"running",
+                                   {{{"job", 4}, {"attempt", 1}, {"cpu_s", 12.5}},
+                                    {{"job", 6}, {"attempt", 2}, {"pid", 77}},
+                                    {{"job", 7}, {"attempt", 1}, {"cpu_s", 0}}}}});
+  ASSERT_TRUE(hb.has_value()) << hb.error().field << ": " << hb.error().reason;
+  EXPECT_EQ(hb->running, (std::vector<AttemptRef>{{4, 1}, {6, 2}, {7, 1}}));
+  EXPECT_EQ(hb->cpu_s, (std::map<AttemptRef, double>{{{4, 1}, 12.5}, {{7, 1}, 0.0}}));
+  // Registration lists running attempts without it.
+  ExpectRefused(
+      ParseRegistration,
+      {{{{"node", "n1"}, {"gpus", 1}, {"running", {{{"job", 1}, {"attempt", 1}, {"cpu_s", 1}}}}},
+        "running[0].cpu_s",
+        "unknown field"}});
 }
 
 // Found by fuzz/request_fuzz.cc: an unknown field named "" was refused with an empty field.

@@ -118,6 +118,7 @@ Result<void> State::Impl::Load() {
   for (auto& r : *jrecs) {
     JobRt& j = jobs[r.id];
     j.rec = std::move(r);
+    j.active_stored_at = j.rec.active_at;
   }
   // Usage history: delivered from the runs, owed by replaying the funded demand of the jobs.
   const int64_t since = now - opt.window.value() - 3600;
@@ -500,6 +501,7 @@ Reply<nlohmann::json> State::ReportActivity(const store::PrincipalRecord& who, i
   // job event: reports come every few minutes for as long as a session is in use.
   if (auto ok = s.store.SetActivity(id, now); !ok) return tl::unexpected(StoreFailure(ok.error()));
   j.rec.active_at = now;
+  j.active_stored_at = now;
   ++s.activity_reports_total;
   // No s.Changed(): longer protection lets the policy start or stop nothing sooner; the next
   // scheduled cycle sees it.

@@ -173,6 +173,7 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   for (const SliceRt& s : slices)
     for (int g : s.gpu_idx) node_rt[s.node].used[static_cast<size_t>(g)] = 1;
   j.rec = std::move(rec);
+  j.active_stored_at.reset();
   j.slices = std::move(slices);
   j.placement = d.placement;
   j.started = Seconds(now);
@@ -487,6 +488,36 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
   return nlohmann::json{{"heartbeat_s", s.opt.heartbeat_s}, {"lost_after_s", s.opt.lost_after_s}};
 }
 
+// A session is in use when its processes use CPU: growth of its CPU time between two reports of
+// at least this share of the wall time between them counts as activity (1%: a busy loop or a
+// working kernel passes; a shell, notebook or `sleep` waiting for its user does not).
+constexpr double kActiveCpuShare = 0.01;
+
+void State::Impl::NoteCpu(JobRt& j, SliceRt& sl, double cpu_s) {
+  const int64_t now_ms = clock.NowMs();
+  const std::optional<double> prev = sl.cpu_s;
+  const int64_t prev_ms = sl.cpu_at_ms;
+  // Every report is the next one's baseline: a slow trickle of CPU never adds up to activity.
+  sl.cpu_s = cpu_s;
+  sl.cpu_at_ms = now_ms;
+  if (j.rec.lease_s <= 0 || j.rec.state != "running" || !prev) return;  // the first: baseline
+  const double grew = cpu_s - *prev;  // negative when a process left the group: no activity
+  // (A clock stepped back gives no activity; reports within the same millisecond, any growth.)
+  const double wall_s = static_cast<double>(now_ms - prev_ms) / 1000.0;
+  if (wall_s < 0 || grew <= 0 || grew < kActiveCpuShare * wall_s) return;
+  const int64_t now = NowS();
+  j.rec.active_at = now;
+  // Throttled writes: the store learns of the activity only when what it holds is absent or
+  // older than a quarter of the lease; otherwise memory alone moves (the job view and the
+  // policy read memory). After a crash, the protection recovered from the store is then at
+  // most a quarter lease short. A failed write is not the heartbeat's failure: memory holds
+  // the activity and the next report tries again.
+  if (!j.active_stored_at || 4 * (now - *j.active_stored_at) > j.rec.lease_s) {
+    if (store.SetActivity(j.rec.id, now)) j.active_stored_at = now;
+  }
+  // No Changed(): as for POST /v1/jobs/{id}/activity, the next scheduled cycle sees it.
+}
+
 Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
   Impl& s = *impl_;
   nlohmann::json orders = nlohmann::json::array();
@@ -603,6 +634,8 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
               j.started = Seconds(at);
             }
           }
+          if (auto c = hb.cpu_s.find({id, j.rec.attempts}); c != hb.cpu_s.end())
+            s.NoteCpu(j, sl, c->second);
         } else if (sl.start_sent_seq >= 0 && sl.start_sent_seq < seq) {
           // Two heartbeats after its start order without a word about it: it is gone.
           if (++sl.misses >= 2) {

@@ -35,6 +35,10 @@ struct SliceRt {
   std::optional<int32_t> exit_code;
   std::optional<int32_t> signal;
   std::string how;
+  // The agent's last `cpu_s` for this part of the attempt and when it came (server clock, ms):
+  // the baseline the next report's growth is measured against. Memory only.
+  std::optional<double> cpu_s;
+  int64_t cpu_at_ms = 0;
 };
 
 struct JobRt {
@@ -56,6 +60,9 @@ struct JobRt {
   // failed), "" (not stopping).
   std::string stop_kind;
   Seconds estimated_start = kNever;
+  // The active_at last written to the store by an activity report (rec.active_at may be newer:
+  // activity derived from heartbeats is written at most every quarter lease, see NoteCpu).
+  std::optional<int64_t> active_stored_at;
   bool active() const { return rec.state == "running" || rec.state == "stopping"; }
 };
 
@@ -134,6 +141,8 @@ struct State::Impl {
   Result<void> SetNodeState(size_t n, NodeState to, int64_t now);
   Result<void> MarkLost(size_t n, int64_t now);
   nlohmann::json StartOrder(const JobRt& j, size_t slice) const;
+  // A heartbeat's `cpu_s` for slice `sl` of running job `j` (see the definition's rule).
+  void NoteCpu(JobRt& j, SliceRt& sl, double cpu_s);
 
   // state_views.cc
   nlohmann::json JobView(const JobRt& j) const;

@@ -119,8 +119,10 @@ class FakeAgent {
   // One heartbeat; start orders become running attempts, the orders are returned.
   nlohmann::json Beat(bool health_ok = true) {
     nlohmann::json running = nlohmann::json::array();
-    for (const auto& [k, v] : running_)
+    for (const auto& [k, v] : running_) {
       running.push_back({{"job", k.first}, {"attempt", k.second}, {"pid", 1000}});
+      if (auto c = cpu_.find(k.first); c != cpu_.end()) running.back()["cpu_s"] = c->second;
+    }
     Resp r = h_.Post("/v1/agents/heartbeat", token_,
                      {{"node", node_},
                       {"health", {{"ok", health_ok}, {"detail", health_ok ? "" : "gpu error"}}},
@@ -164,6 +166,8 @@ class FakeAgent {
     return nullptr;
   }
   const std::vector<nlohmann::json>& orders() const { return all_orders_; }
+  // The CPU seconds the next heartbeats report for the job's running attempt (`cpu_s`).
+  void set_cpu(int64_t job, double cpu_s) { cpu_[job] = cpu_s; }
   void set_logs_url(std::string url) { logs_url_ = std::move(url); }
 
  private:
@@ -174,6 +178,7 @@ class FakeAgent {
   std::map<std::pair<int64_t, int32_t>, nlohmann::json> running_;
   nlohmann::json exited_ = nlohmann::json::array();
   std::vector<nlohmann::json> all_orders_;
+  std::map<int64_t, double> cpu_;
 };
 
 }  // namespace hg::server::testing
