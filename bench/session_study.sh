@@ -54,21 +54,9 @@ PY
     python3 - "$tmp/r.json" "$seed" "$v" "$tmp/table" "$tmp/ent" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["policies"]["hourglass"]
-table = {}
-for line in open(sys.argv[4]):
-    for name in ("occupancy", "entitlement delivered"):
-        if line.startswith(name + " "):
-            table[name] = line.split()[-1]
-def wait(seconds):
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h" if seconds < 86400 else f"{seconds / 86400:.1f} d"
-def p90(waits, key):
-    return wait(waits[key]["p90"]) if key in waits else "-"
+sys.path.insert(0, "bench")
+from study_rows import p90, table_figures
+table = table_figures(sys.argv[4])
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {table['occupancy']} | {table['entitlement delivered']} "
       f"| {r['active_sessions_stopped']} | {r['preemptions_by_class'].get('interactive', 0)} "
       f"| {r['lost_gpu_hours_by_class'].get('interactive', 0):,.0f} "

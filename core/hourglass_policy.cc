@@ -456,9 +456,9 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.stop_at);
       } else if (!r.spec->funded()) {
         t = s_.now;
-      } else if (r.backfilled && YieldsToReservation(j, r)) {
+      } else if (const bool yields = YieldsToReservation(j, r); yields && r.backfilled) {
         t = std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
-      } else if (fair_share_allows(r) || YieldsToReservation(j, r)) {
+      } else if (yields || fair_share_allows(r)) {
         t = std::max(s_.now, ReleaseBound(r));
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;

@@ -441,14 +441,20 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
   return *id;
 }
 
+Reply<JobRt*> State::Impl::ManagedJob(const store::PrincipalRecord& who, int64_t id) {
+  auto it = jobs.find(id);
+  if (it == jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
+  if (!CanManageJob(who, it->second.rec.user)) return Refuse(403, "authorization", "not your job");
+  return &it->second;
+}
+
 Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t id) {
   Impl& s = *impl_;
   {
     std::lock_guard lock(s.mu);
-    auto it = s.jobs.find(id);
-    if (it == s.jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
-    JobRt& j = it->second;
-    if (!CanManageJob(who, j.rec.user)) return Refuse(403, "authorization", "not your job");
+    auto found = s.ManagedJob(who, id);
+    if (!found) return tl::unexpected(found.error());
+    JobRt& j = **found;
     const int64_t now = s.NowS();
     if (j.rec.state == "pending") {
       s.Account(now);
@@ -483,10 +489,9 @@ Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t i
 Reply<nlohmann::json> State::ReportActivity(const store::PrincipalRecord& who, int64_t id) {
   Impl& s = *impl_;
   std::lock_guard lock(s.mu);
-  auto it = s.jobs.find(id);
-  if (it == s.jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
-  JobRt& j = it->second;
-  if (!CanManageJob(who, j.rec.user)) return Refuse(403, "authorization", "not your job");
+  auto found = s.ManagedJob(who, id);
+  if (!found) return tl::unexpected(found.error());
+  JobRt& j = **found;
   // A job without a lease never has a use for activity, whatever its state: said first.
   if (j.rec.lease_s <= 0)
     return Refuse(400, "lease_s",

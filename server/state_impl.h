@@ -146,6 +146,9 @@ struct State::Impl {
 
   // state_views.cc
   nlohmann::json JobView(const JobRt& j) const;
+  // Job `id` if `who` may see and manage it (its user or an admin); else the refusal: 404 id,
+  // 403 authorization. The caller holds mu.
+  Reply<JobRt*> ManagedJob(const store::PrincipalRecord& who, int64_t id);
 };
 
 const char* CodeName(ReasonCode c);

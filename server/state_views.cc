@@ -62,10 +62,9 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
 
 Reply<nlohmann::json> State::JobJson(const store::PrincipalRecord& who, int64_t id) {
   std::lock_guard lock(impl_->mu);
-  auto it = impl_->jobs.find(id);
-  if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
-  if (!CanManageJob(who, it->second.rec.user)) return Refuse(403, "authorization", "not your job");
-  return impl_->JobView(it->second);
+  auto found = impl_->ManagedJob(who, id);
+  if (!found) return tl::unexpected(found.error());
+  return impl_->JobView(**found);
 }
 
 Reply<nlohmann::json> State::JobsJson(const store::PrincipalRecord& who, const std::string& state,
@@ -95,13 +94,12 @@ Reply<nlohmann::json> State::JobEventsJson(const store::PrincipalRecord& who, in
   nlohmann::json out = nlohmann::json::array();
   {
     std::lock_guard lock(impl_->mu);
-    auto it = impl_->jobs.find(id);
-    if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
-    if (!CanManageJob(who, it->second.rec.user))
-      return Refuse(403, "authorization", "not your job");
-    out.push_back({{"at", it->second.rec.submitted_at},
+    auto found = impl_->ManagedJob(who, id);
+    if (!found) return tl::unexpected(found.error());
+    const JobRt& j = **found;
+    out.push_back({{"at", j.rec.submitted_at},
                    {"kind", "submitted"},
-                   {"reason", "submitted by " + it->second.rec.user}});
+                   {"reason", "submitted by " + j.rec.user}});
   }
   auto ev = impl_->store.JobEvents(id);
   if (!ev) return Refuse(503, "store", ev.error().ToString());
@@ -112,10 +110,9 @@ Reply<nlohmann::json> State::JobEventsJson(const store::PrincipalRecord& who, in
 Reply<State::LogSource> State::LogsOf(const store::PrincipalRecord& who, int64_t id,
                                       int32_t attempt) {
   std::lock_guard lock(impl_->mu);
-  auto it = impl_->jobs.find(id);
-  if (it == impl_->jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
-  const JobRt& j = it->second;
-  if (!CanManageJob(who, j.rec.user)) return Refuse(403, "authorization", "not your job");
+  auto found = impl_->ManagedJob(who, id);
+  if (!found) return tl::unexpected(found.error());
+  const JobRt& j = **found;
   if (j.rec.attempts == 0) return Refuse(409, "attempt", "the job has not started yet");
   const int32_t a = attempt == 0 ? j.rec.attempts : attempt;
   if (a < 1 || a > j.rec.attempts)
