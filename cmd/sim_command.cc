@@ -37,6 +37,7 @@ struct SimArgs {
   TraceFlags trace_flags;    // --format, --map, --oversubscription, ...
   bool trace_tuned = false;  // --oversubscription, --unfunded-fraction or --debug-max-minutes given
   double end_days = 0;
+  double funded_scale = 1.0;  // lab-month's LabMonthOptions::funded_scale
   int64_t interval = 10;
   PolicyFlags tuning;
   bool quiet = false;
@@ -62,6 +63,8 @@ Error WithPath(Error e, const SimArgs& a) {
 // `mapping` receives how a trace became the scenario (empty for scenario files).
 Result<sim::Scenario> LoadScenario(const SimArgs& a, std::string& mapping) {
   sim::Scenario sc;
+  if (a.funded_scale != 1.0 && a.scenario.empty())
+    return Fail("--funded-scale", "applies only to --scenario lab-month");
   if (a.trace_tuned && a.philly.empty() && a.trace.empty())
     return Fail("--oversubscription/--unfunded-fraction/--debug-max-minutes",
                 "apply only to a trace; give --trace FILE or --philly FILE");
@@ -92,7 +95,7 @@ Result<sim::Scenario> LoadScenario(const SimArgs& a, std::string& mapping) {
       return Fail("--scenario", "unknown scenario '" + a.scenario + "' (known: lab-month)");
     if (!a.cluster.empty() || !a.workload.empty() || !a.budgets.empty())
       return Fail("--scenario", "give either --scenario or --cluster/--budgets/--workload files");
-    sc = sim::MakeLabMonth(a.seed);
+    sc = sim::MakeLabMonth(a.seed, sim::LabMonthOptions{a.funded_scale});
   } else {
     if (a.cluster.empty() || a.budgets.empty() || a.workload.empty())
       return Fail("--cluster/--budgets/--workload",
@@ -136,6 +139,8 @@ int RunSim(const SimArgs& a) {
   opt.policy = *config;
   if (auto ok = CheckTraceFlags(a.trace_flags); !ok) return fail(ok.error());
   if (auto ok = CheckEndDays(a.end_days); !ok) return fail(ok.error());
+  if (!(a.funded_scale > 0 && a.funded_scale <= 4))
+    return fail(Error{"--funded-scale", "must be within (0, 4]", {}, 0});
   std::string mapping;
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
@@ -216,6 +221,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--events", args->events, "Timed events CSV");
   sim->add_option("--write-scenario", args->write_dir, "Also write the scenario as files to DIR");
   sim->add_option("--end-days", args->end_days, "Evaluate until this day (default: scenario's)");
+  sim->add_option("--funded-scale", args->funded_scale,
+                  "lab-month: scale the funded offered load (batch and training) by F, 1 as "
+                  "documented");
   sim->add_option("--interval", args->interval, "Scheduling interval in seconds")
       ->capture_default_str();
   AddPolicyFlags(sim, &args->tuning);

@@ -256,10 +256,12 @@ void AddDebug(Rng rng, const std::vector<Researcher>& people, std::vector<SimJob
   }
 }
 
-void AddBatch(Rng rng, const std::vector<Researcher>& people, std::vector<SimJob>& jobs) {
+void AddBatch(Rng rng, const std::vector<Researcher>& people, double scale,
+              std::vector<SimJob>& jobs) {
   for (const Researcher& r : people) {
     for (int64_t d = 0; d < kDays; ++d) {
-      const double mean = kBatchGroupsPerDay * r.activity * (IsWeekend(d) ? kBatchWeekend : 1.0);
+      const double mean =
+          scale * kBatchGroupsPerDay * r.activity * (IsWeekend(d) ? kBatchWeekend : 1.0);
       const int groups = rng.Poisson(mean);
       for (int g = 0; g < groups; ++g) {
         // A group is one submission script: same shape, similar lengths, seconds apart.
@@ -328,7 +330,7 @@ void AddSessionActivity(Rng rng, std::vector<SimJob>& jobs) {
   }
 }
 
-void AddTraining(Rng rng, std::vector<SimJob>& jobs) {
+void AddTraining(Rng rng, double scale, std::vector<SimJob>& jobs) {
   double program_share_sum = 0;
   for (const ProgramDef& p : kPrograms) program_share_sum += p.share;
   for (size_t prog = 0; prog < kPrograms.size(); ++prog) {
@@ -342,7 +344,7 @@ void AddTraining(Rng rng, std::vector<SimJob>& jobs) {
         weights.push_back(kProjects[p].share);
       }
     }
-    const double target = kTrainingFraction * kCapacityGpuSeconds * kPrograms[prog].share /
+    const double target = scale * kTrainingFraction * kCapacityGpuSeconds * kPrograms[prog].share /
                           program_share_sum * rng.UniformReal(0.85, 1.15);
     double offered = 0;
     bool first = true;
@@ -496,7 +498,7 @@ void AddShareChanges(Rng rng, const std::vector<BudgetSpec>& budgets,
 
 }  // namespace
 
-Scenario MakeLabMonth(uint64_t seed) {
+Scenario MakeLabMonth(uint64_t seed, const LabMonthOptions& options) {
   const Rng root(seed);
   Scenario s;
   s.name = kLabMonthName;
@@ -509,9 +511,9 @@ Scenario MakeLabMonth(uint64_t seed) {
 
   const std::vector<Researcher> people = MakeResearchers(root.Fork(kStreamPeople));
   AddDebug(root.Fork(kStreamDebug), people, s.jobs);
-  AddBatch(root.Fork(kStreamBatch), people, s.jobs);
+  AddBatch(root.Fork(kStreamBatch), people, options.funded_scale, s.jobs);
   AddInteractive(root.Fork(kStreamInteractive), people, s.jobs);
-  AddTraining(root.Fork(kStreamTraining), s.jobs);
+  AddTraining(root.Fork(kStreamTraining), options.funded_scale, s.jobs);
   AddSweeps(root.Fork(kStreamSweep), s.jobs);
   // Generation order breaks ties between equal submit times, so ids are deterministic.
   std::stable_sort(s.jobs.begin(), s.jobs.end(),

@@ -339,6 +339,27 @@ TEST_F(LabMonth, DemandIsCalibrated) {
   }
 }
 
+TEST_F(LabMonth, FundedScaleScalesBatchAndTrainingOnly) {
+  const Demand base = Offered(Seed1());
+  const Scenario light = MakeLabMonth(1, LabMonthOptions{0.8});
+  const Demand d = Offered(light);
+  // Batch is drawn per researcher and day (Poisson), training per program until its target, so
+  // both land near 0.8 of the default, not exactly on it.
+  for (const char* cls : {"batch", "training"}) {
+    const double ratio = d.by_class.at(cls) / base.by_class.at(cls);
+    EXPECT_GT(ratio, 0.7) << cls;
+    EXPECT_LT(ratio, 0.9) << cls;
+  }
+  // The other classes come from their own random streams: the same work, to the GPU-second.
+  for (const char* cls : {"debug", "interactive", "sweep"})
+    EXPECT_EQ(d.by_class.at(cls), base.by_class.at(cls)) << cls;
+  // The cluster, the tree and the timed events do not depend on the load.
+  const Scenario& one = Seed1();
+  ASSERT_EQ(light.events.size(), one.events.size());
+  for (size_t i = 0; i < light.events.size(); ++i) EXPECT_EQ(light.events[i].at, one.events[i].at);
+  EXPECT_EQ(Dump(MakeLabMonth(1, LabMonthOptions{1.0})), Dump(one));
+}
+
 TEST_F(LabMonth, MonthStartsWithABacklog) {
   // Enough work is queued in the first hour to fill the cluster, so occupancy is not lost to a
   // cold start.
