@@ -1101,7 +1101,9 @@ TEST(PropertiesContract, SessionsInUseAreNotStoppedForFairShare_200Scenarios) {
     CheckAllContracts(sc, *off, control, false);
   }
   // Parked sessions are stopped once their lease has run out; without leases, sessions in use.
-  EXPECT_GT(with.session_stops, kContractScenarios / 10);
+  // Over soak rounds 300-335 the first count was 20-37 (30 in CI's round), the control's 86-136:
+  // a twentieth keeps the check on the path without failing at the low tail (round 321: 20).
+  EXPECT_GT(with.session_stops, kContractScenarios / 20);
   EXPECT_EQ(with.stopped_in_use, 0);
   EXPECT_GT(control.stopped_in_use, kContractScenarios / 10);
   EXPECT_GT(with.funded_stops, kContractScenarios / 2);
