@@ -88,6 +88,12 @@ CliResult<Request> BuildSubmit(const SubmitArgs& a) {
     if (!d) return tl::unexpected(d.error());
     body["grace_s"] = *d;
   }
+  // The server would refuse it too (ValidateJob); saying so here names the flag to add. A lease
+  // of 0 is no lease.
+  if (body.contains("lease_s") && body["lease_s"].get<int64_t>() > 0 &&
+      !body.contains("max_runtime_s")) {
+    return UsageError("--lease", "needs --max-runtime: a session's protection ends there");
+  }
   if (body.contains("min_runtime_s") && body.contains("max_runtime_s") &&
       body["max_runtime_s"].get<int64_t>() < body["min_runtime_s"].get<int64_t>()) {
     return UsageError("--max-runtime", "is shorter than --min-runtime");

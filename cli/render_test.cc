@@ -125,6 +125,13 @@ TEST(SubmitTest, UsageErrors) {
   a = {};
   a.lease = "a while";
   EXPECT_EQ(field_of(a), "--lease");
+  a = {};
+  a.lease = "30m";  // a session without the max_runtime that ends its protection
+  EXPECT_EQ(field_of(a), "--lease");
+  a.max_runtime = "12h";
+  a.command = {"true"};
+  a.cwd = "/tmp";
+  EXPECT_TRUE(BuildSubmit(a).has_value());
   SubmitArgs none;
   none.cwd = "/tmp";
   const auto r = BuildSubmit(none);

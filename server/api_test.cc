@@ -285,8 +285,11 @@ TEST_F(Api, ActivityExtendsARunningSessionsProtection) {
   // Reports are counted, not logged as job events (they come every few minutes).
   const json ev = h_.Get(path + "/events", alice_).body["events"];
   for (const auto& e : ev) EXPECT_EQ(e["kind"].get<std::string>().find("activ"), std::string::npos);
-  EXPECT_NE(h_.Get("/metrics", "").text.find("hourglass_activity_reports_total 2\n"),
-            std::string::npos);
+  const std::string metrics = h_.Get("/metrics", "").text;
+  EXPECT_NE(metrics.find("hourglass_activity_reports_total{source=\"api\"} 2\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("hourglass_activity_reports_total{source=\"cpu\"} 0\n"), std::string::npos)
+      << metrics;
 }
 
 // Heartbeats' `cpu_s`: growth of a session's CPU time between two reports (at least 1% of the
@@ -346,6 +349,10 @@ TEST_F(Api, HeartbeatCpuGrowthIsASessionsActivity) {
   a.Beat();
   const int64_t later = h_.Get(path, alice_).body["active_at"];
   EXPECT_GT(later, at);
+  // Two reports counted as activity (6.0 and 9.0 s); the flat, slight and refused ones did not.
+  const std::string metrics = h_.Get("/metrics", "").text;
+  EXPECT_NE(metrics.find("hourglass_activity_reports_total{source=\"cpu\"} 2\n"), std::string::npos)
+      << metrics;
   h_.StopServer();
   h_.StartServer();
   const json back = h_.Get(path, alice_).body;

@@ -75,9 +75,11 @@ std::string RenderMetrics(MetricsInput in) {
        "# TYPE hourglass_submissions_total counter\n";
   o << "hourglass_submissions_total " << in.submissions << "\n";
   o << "# HELP hourglass_activity_reports_total Session activity recorded since the server "
-       "started.\n"
+       "started, by source: a POST to the job's activity, or an agent's report of the job's CPU "
+       "time growing.\n"
        "# TYPE hourglass_activity_reports_total counter\n";
-  o << "hourglass_activity_reports_total " << in.activity_reports << "\n";
+  o << "hourglass_activity_reports_total{source=\"api\"} " << in.activity_reports << "\n";
+  o << "hourglass_activity_reports_total{source=\"cpu\"} " << in.activity_cpu << "\n";
   return o.str();
 }
 

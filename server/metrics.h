@@ -22,7 +22,8 @@ struct MetricsInput {
   std::vector<std::pair<std::string, double>> delivered_gpu_hours;  // by budget path
   std::map<std::string, int64_t> nodes;                             // by state
   int64_t submissions = 0;
-  int64_t activity_reports = 0;
+  int64_t activity_reports = 0;  // by POST
+  int64_t activity_cpu = 0;      // by an agent's CPU report
 };
 
 std::string RenderMetrics(MetricsInput in);

@@ -28,6 +28,7 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
   in.nodes = {{"lost", 0}, {"ready", 2}};
   in.submissions = 7;
   in.activity_reports = 4;
+  in.activity_cpu = 5;
   const std::string t = RenderMetrics(in);
   for (const char* line :
        {"hourglass_queue_jobs{funded=\"true\"} 3\n", "hourglass_queue_jobs{funded=\"false\"} 0\n",
@@ -38,7 +39,9 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
         "hourglass_budget_owed_gpu_hours{budget=\"ai/\\\"x\\\"\"} 1.5\n",
         "hourglass_budget_delivered_gpu_hours{budget=\"ai\"} 0.25\n",
         "hourglass_nodes{state=\"ready\"} 2\n", "hourglass_submissions_total 7\n",
-        "hourglass_activity_reports_total 4\n", "# TYPE hourglass_cycle_seconds summary\n"})
+        "hourglass_activity_reports_total{source=\"api\"} 4\n",
+        "hourglass_activity_reports_total{source=\"cpu\"} 5\n",
+        "# TYPE hourglass_cycle_seconds summary\n"})
     EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
 }
 

@@ -507,6 +507,7 @@ void State::Impl::NoteCpu(JobRt& j, SliceRt& sl, double cpu_s) {
   if (wall_s < 0 || grew <= 0 || grew < kActiveCpuShare * wall_s) return;
   const int64_t now = NowS();
   j.rec.active_at = now;
+  ++activity_cpu_total;
   // Throttled writes: the store learns of the activity only when what it holds is absent or
   // older than a quarter of the lease; otherwise memory alone moves (the job view and the
   // policy read memory). After a crash, the protection recovered from the store is then at

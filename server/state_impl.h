@@ -111,7 +111,8 @@ struct State::Impl {
 
   // Metrics.
   int64_t submissions_total = 0;
-  int64_t activity_reports_total = 0;
+  int64_t activity_reports_total = 0;  // POST /v1/jobs/{id}/activity
+  int64_t activity_cpu_total = 0;      // heartbeats whose CPU growth counted as activity
   std::map<std::string, int64_t> preemptions_total;  // by reason code
   std::deque<double> cycle_seconds;                  // the last 1024
   double cycle_seconds_sum = 0;

@@ -280,6 +280,7 @@ std::string State::MetricsText() {
     for (const NodeRt& rt : s.node_rt) ++in.nodes[rt.rec.state];
     in.submissions = s.submissions_total;
     in.activity_reports = s.activity_reports_total;
+    in.activity_cpu = s.activity_cpu_total;
   }
   return RenderMetrics(std::move(in));
 }
