@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What one policy option trades (the README's "Open work" tables): runs `hourglass` on lab-month
+# What one policy option trades (the tables of docs/open-work.md): runs `hourglass` on lab-month
 # seeds 1-3, or those in $SEEDS (or, with --philly, on philly-dev at oversubscription 2, 2.5 and
 # 3), with the option at each value given, and prints occupancy and entitlement delivered as the
 # simulator's table prints them (the JSON rounds to 4 digits), then from its JSON the p90 queue

@@ -32,7 +32,7 @@ struct PolicyConfig {
   // still preempt for its 512-GPU gang: counted as a day's usage, the gang's own GPUs put its
   // side above the victims' (the no-ping-pong rule), and it waited for GPUs to come free while
   // sweeps held them. 12 h against 24 h: lab-month entitlement +1.1 to +2.3 points on seeds 1-3,
-  // philly-dev unchanged (README, "Open work"; 6 h gained more on lab-month, lost on philly-dev).
+  // philly-dev unchanged (docs/open-work.md; 6 h gained more on lab-month, lost on philly-dev).
   Seconds live_weight = Hours(12);
   // GPUs kept free of everything but quick jobs (class "debug"), as a fraction of capacity, so
   // debug jobs start without waiting for a victim's grace period. 0 here; DeployedConfig() sets
@@ -76,8 +76,8 @@ struct PolicyConfig {
   // waits for such GPUs before it stops funded work (unfunded work still goes first). Waiting
   // loses no work, but the stop it saves is a fair-share preemption of a budget over its share,
   // the move that serves one below it: on lab-month (12 seeds) it lost 8% less work and
-  // delivered 0.14 points less of what is owed on average, -1.3 to +1.8 per seed (README, "Open
-  // work"). Off: a site that values finished work over exact shares may turn it on.
+  // delivered 0.14 points less of what is owed on average, -1.3 to +1.8 per seed
+  // (docs/open-work.md). Off: a site that values finished work over exact shares may turn it on.
   bool wait_for_spare = false;
   // Honour sessions' leases (JobSpec::lease) when choosing victims. false: protection is
   // min_runtime alone, as before leases, to measure what they cost and what they save.

@@ -1416,7 +1416,7 @@ TEST(PropertiesRegression, NodeRepairedWhileDrainingTakesWorkWhenEmpty) {
 // unfunded job is about to free. That is the default on purpose: a is over its share, and each
 // such stop moves GPUs from it to b, further below, which is what entitlement delivered rewards
 // (waiting for the spare GPUs lost 8% less work and delivered 0.3 points less on lab-month:
-// README, "Open work"). With wait_for_spare, the unfunded job and two of a's (12 GPUs for 12).
+// docs/open-work.md). With wait_for_spare, the unfunded job and two of a's (12 GPUs for 12).
 TEST(PropertiesRegression, SpareGpusOfAStoppingVictimComeBeforeFundedVictimsWithWaitForSpare) {
   Builder b("spare");
   b.Nodes(3, 8, 1);
