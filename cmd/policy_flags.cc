@@ -42,6 +42,9 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "Sessions with a lease stay protected while their user is active, beyond "
                   "min_runtime (true/false)")
       ->capture_default_str();
+  app->add_option("--quick-victims", flags->quick_victims,
+                  "Debug jobs past their protection may be stopped for fair share (true/false)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -72,6 +75,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.quick_first = flags.quick_first;
   config.wait_for_spare = flags.wait_for_spare;
   config.leases = flags.leases;
+  config.quick_victims = flags.quick_victims;
   return config;
 }
 
@@ -89,7 +93,8 @@ std::string Describe(const PolicyConfig& c) {
                                         : std::string("off"))
     << ", preempt below " << c.preempt_below << ", debug jobs first "
     << (c.quick_first ? "on" : "off") << ", wait for spare GPUs "
-    << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off");
+    << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
+    << ", debug jobs stopped for fair share " << (c.quick_victims ? "yes" : "no");
   return o.str();
 }
 

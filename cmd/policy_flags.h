@@ -23,6 +23,7 @@ struct PolicyFlags {
   bool quick_first = DeployedConfig().quick_first;
   bool wait_for_spare = DeployedConfig().wait_for_spare;
   bool leases = DeployedConfig().leases;
+  bool quick_victims = DeployedConfig().quick_victims;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

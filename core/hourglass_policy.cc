@@ -370,6 +370,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (yields && r.backfilled) return true;
     if (s_.now < ProtectedUntil(r)) return false;  // a session's lease
     if (yields) return true;
+    if (!cfg_.quick_victims && IsQuick(*r.spec)) return false;
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -438,6 +439,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;  // made when first asked
   auto fair_share_allows = [&](const RunningJob& r) {
+    if (!cfg_.quick_victims && IsQuick(*r.spec)) return false;  // as TryPreempt
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     return fair->MayPreempt(r.spec->budget, r.gpus().value());
   };

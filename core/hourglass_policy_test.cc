@@ -376,6 +376,32 @@ TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   EXPECT_EQ(note->reason.b, 0);
 }
 
+// b is far over its share and runs a debug job that just started (no protection) beside a batch
+// job past its protection; a, far below, waits for one GPU. Least lost work picks the debug job
+// (a minute of one GPU against two hours of seven); with quick_victims off, the batch job goes.
+TEST(HourglassPolicy, DebugJobsAreFairShareVictimsUnlessQuickVictimsIsOff) {
+  for (bool quick_victims : {true, false}) {
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    const Seconds now = Hours(10);
+    w.History("a", now, 1.0, 4.0);
+    w.History("b", now, 7.0, 4.0);
+    const JobSpec& debug = w.NewJob(1, "b", Seconds(0), "debug");
+    const JobSpec& batch = w.NewJob(7, "b", Hours(1));
+    w.Run(debug, now - Minutes(1), {{n0, Gpus(1)}});
+    w.Run(batch, now - Hours(2), {{n0, Gpus(7)}});
+    const JobSpec& want = w.NewJob(1, "a");
+    w.Pend(want, now - Minutes(5));
+    PolicyConfig cfg;
+    cfg.quick_victims = quick_victims;
+    const Decisions d = w.Cycle(now, true, cfg);
+    ASSERT_EQ(d.stops.size(), 1u) << quick_victims;
+    EXPECT_EQ(d.stops[0].job, quick_victims ? debug.id : batch.id);
+    EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptFairShare);
+    EXPECT_EQ(d.stops[0].reason.other, want.id);
+  }
+}
+
 TEST(HourglassPolicy, NoPingPongBetweenEqualBudgets) {
   // Neither budget has history; b holds the node. Moving it to a would put b as far below as a
   // is now, so the running job stays.
