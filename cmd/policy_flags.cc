@@ -1,6 +1,7 @@
 #include "cmd/policy_flags.h"
 
 #include <sstream>
+#include <string>
 
 namespace hg::cmd {
 
@@ -42,8 +43,9 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "Sessions with a lease stay protected while their user is active, beyond "
                   "min_runtime (true/false)")
       ->capture_default_str();
-  app->add_option("--quick-victims", flags->quick_victims,
-                  "Debug jobs past their protection may be stopped for fair share (true/false)")
+  app->add_option("--quick-protect", flags->quick_protect,
+                  "Seconds of a debug job's run during which it is not stopped for fair share "
+                  "(0: off; at most the min_runtime cap)")
       ->capture_default_str();
 }
 
@@ -62,6 +64,13 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
     return tl::unexpected(Error{"--large-job-gpus", "must be >= 0 (0: off)", {}, 0});
   if (flags.reservation_preempts_gpus < 0)
     return tl::unexpected(Error{"--reservation-preempts-gpus", "must be >= 0 (0: off)", {}, 0});
+  if (flags.quick_protect < 0 || flags.quick_protect > DeployedConfig().min_runtime_cap.value())
+    return tl::unexpected(Error{"--quick-protect",
+                                "must be within [0, " +
+                                    std::to_string(DeployedConfig().min_runtime_cap.value()) +
+                                    "] seconds (0: off; at most the min_runtime cap)",
+                                {},
+                                0});
   if (!(flags.preempt_below > 0 && flags.preempt_below <= 1))
     return tl::unexpected(Error{"--preempt-below", "must be within (0, 1]", {}, 0});
   PolicyConfig config = DeployedConfig();
@@ -75,7 +84,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.quick_first = flags.quick_first;
   config.wait_for_spare = flags.wait_for_spare;
   config.leases = flags.leases;
-  config.quick_victims = flags.quick_victims;
+  config.quick_protect = Seconds(flags.quick_protect);
   return config;
 }
 
@@ -94,7 +103,7 @@ std::string Describe(const PolicyConfig& c) {
     << ", preempt below " << c.preempt_below << ", debug jobs first "
     << (c.quick_first ? "on" : "off") << ", wait for spare GPUs "
     << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
-    << ", debug jobs stopped for fair share " << (c.quick_victims ? "yes" : "no");
+    << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s";
   return o.str();
 }
 

@@ -23,7 +23,7 @@ struct PolicyFlags {
   bool quick_first = DeployedConfig().quick_first;
   bool wait_for_spare = DeployedConfig().wait_for_spare;
   bool leases = DeployedConfig().leases;
-  bool quick_victims = DeployedConfig().quick_victims;
+  int64_t quick_protect = DeployedConfig().quick_protect.value();
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

@@ -370,7 +370,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (yields && r.backfilled) return true;
     if (s_.now < ProtectedUntil(r)) return false;  // a session's lease
     if (yields) return true;
-    if (!cfg_.quick_victims && IsQuick(*r.spec)) return false;
+    if (s_.now < r.started + cfg_.quick_protect && IsQuick(*r.spec)) return false;
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -439,7 +439,6 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;  // made when first asked
   auto fair_share_allows = [&](const RunningJob& r) {
-    if (!cfg_.quick_victims && IsQuick(*r.spec)) return false;  // as TryPreempt
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     return fair->MayPreempt(r.spec->budget, r.gpus().value());
   };
@@ -462,6 +461,8 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
       } else if (yields || fair_share_allows(r)) {
         t = std::max(s_.now, ReleaseBound(r));
+        // TryPreempt spares a young quick job for fair share (PolicyConfig::quick_protect).
+        if (!yields && IsQuick(*r.spec)) t = std::max(t, r.started + cfg_.quick_protect);
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
       }

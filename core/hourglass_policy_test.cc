@@ -376,11 +376,21 @@ TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   EXPECT_EQ(note->reason.b, 0);
 }
 
-// b is far over its share and runs a debug job that just started (no protection) beside a batch
-// job past its protection; a, far below, waits for one GPU. Least lost work picks the debug job
-// (a minute of one GPU against two hours of seven); with quick_victims off, the batch job goes.
-TEST(HourglassPolicy, DebugJobsAreFairShareVictimsUnlessQuickVictimsIsOff) {
-  for (bool quick_victims : {true, false}) {
+// b is far over its share and runs a debug job without protection beside a batch job past its
+// protection; a, far below, waits for one GPU. Least lost work picks the debug job (minutes of
+// one GPU against two hours of seven). With quick_protect 30 min the batch job goes while the
+// debug job's run is younger than that, and the debug job again once it is older: the class
+// label spares a run for a bounded time only.
+TEST(HourglassPolicy, QuickProtectSparesYoungDebugJobsFromFairShareForABoundedTime) {
+  struct Case {
+    Seconds protect;
+    Seconds debug_age;
+    bool debug_stopped;
+  };
+  for (const Case& c : {Case{Seconds(0), Minutes(1), true}, Case{Minutes(30), Minutes(1), false},
+                        Case{Minutes(30), Minutes(31), true}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.protect.value() << " s, debug job " << c.debug_age.value() << " s old");
     World w({Top("a"), Top("b")});
     const NodeId n0 = w.AddNode();
     const Seconds now = Hours(10);
@@ -388,15 +398,15 @@ TEST(HourglassPolicy, DebugJobsAreFairShareVictimsUnlessQuickVictimsIsOff) {
     w.History("b", now, 7.0, 4.0);
     const JobSpec& debug = w.NewJob(1, "b", Seconds(0), "debug");
     const JobSpec& batch = w.NewJob(7, "b", Hours(1));
-    w.Run(debug, now - Minutes(1), {{n0, Gpus(1)}});
+    w.Run(debug, now - c.debug_age, {{n0, Gpus(1)}});
     w.Run(batch, now - Hours(2), {{n0, Gpus(7)}});
     const JobSpec& want = w.NewJob(1, "a");
     w.Pend(want, now - Minutes(5));
     PolicyConfig cfg;
-    cfg.quick_victims = quick_victims;
+    cfg.quick_protect = c.protect;
     const Decisions d = w.Cycle(now, true, cfg);
-    ASSERT_EQ(d.stops.size(), 1u) << quick_victims;
-    EXPECT_EQ(d.stops[0].job, quick_victims ? debug.id : batch.id);
+    ASSERT_EQ(d.stops.size(), 1u);
+    EXPECT_EQ(d.stops[0].job, c.debug_stopped ? debug.id : batch.id);
     EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptFairShare);
     EXPECT_EQ(d.stops[0].reason.other, want.id);
   }

@@ -82,17 +82,17 @@ struct PolicyConfig {
   // Honour sessions' leases (JobSpec::lease) when choosing victims. false: protection is
   // min_runtime alone, as before leases, to measure what they cost and what they save.
   bool leases = true;
-  // Quick (debug) jobs past their protection may be stopped for fair share like any funded work.
-  // A debug job that has just started has lost almost nothing, so preemption planning (least
-  // lost work first) picks it before longer work: on philly-dev, whose debug jobs have no
-  // protection, a third to a half of them are stopped after they start, mostly for other debug
-  // jobs. false: they are not fair-share victims (drains, due reservations they backfilled and
-  // lost nodes still stop them). On lab-month seeds 1-3 it stopped 86% fewer debug jobs, with
-  // the same 5 s / 9 s debug wait and entitlement (12 seeds: -0.05 points on average); on
-  // philly-dev, 54-71% fewer, but its debug jobs, which had started mostly on GPUs such stops
-  // freed, waited longer: p50 3.6-5.4 -> 13-30 min (docs/open-work.md). On by default: the
-  // target is the wait.
-  bool quick_victims = true;
+  // Quick (debug) jobs are not stopped for fair share while their run is younger than this,
+  // whatever their own min_runtime (drains, due reservations they backfilled and lost nodes
+  // still stop them). A debug job that has just started has lost almost nothing, so preemption
+  // planning (least lost work first) picks it before longer work: on philly-dev, whose debug jobs
+  // have no protection, a third to a half of them are stopped after they start, mostly for other
+  // debug jobs. Bounded, so that the class label cannot shield long work from fair share.
+  // 0: off. At 30 min (docs/open-work.md), lab-month's debug jobs were stopped 86% less often
+  // with the same debug wait and entitlement; philly-dev's 66-72% less often, but they waited
+  // longer (p50 3.6-5.4 -> 16-26 min), as they had started mostly on GPUs such stops freed. Off
+  // by default: issue 4's target is the wait.
+  Seconds quick_protect{0};
 };
 
 struct Snapshot {
