@@ -105,6 +105,11 @@ const Policy& NamedPolicy(std::string_view name) {
     c.wait_for_spare = true;
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_quick_protect = [] {
+    PolicyConfig c;
+    c.quick_protect = Hours(1);  // longer than any run of Mixed's debug jobs (under 30 min)
+    return MakePolicy("hourglass", c);
+  }();
   static const auto hourglass_no_leases = [] {
     PolicyConfig c;
     c.leases = false;
@@ -118,6 +123,7 @@ const Policy& NamedPolicy(std::string_view name) {
                   : name == "hourglass-quick-first"      ? hourglass_quick_first
                   : name == "hourglass-reserve-preempts" ? hourglass_reserve_preempts
                   : name == "hourglass-spare"            ? hourglass_spare
+                  : name == "hourglass-quick-protect"    ? hourglass_quick_protect
                                                          : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
@@ -1073,6 +1079,41 @@ TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
 // protection ended).
 TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, true);
+}
+
+// PolicyConfig::quick_protect longer than any debug run: the contract holds, and no debug job is
+// stopped for fair share. The default policy on the same scenarios is the control: there debug
+// jobs, which have lost least when stopped, are fair-share victims, so the check can fail.
+TEST(PropertiesContract, DebugJobsUnderQuickProtectAreNotStoppedForFairShare_200Scenarios) {
+  const Rng root(RootSeed(0x50430007));
+  ContractStats st;
+  int debug_fair_share = 0, control_debug_fair_share = 0;
+  for (int i = 0; i < kContractScenarios && !::testing::Test::HasFailure(); ++i) {
+    SCOPED_TRACE(Trace("quick-protect", i));
+    Rng rng = root.Fork(static_cast<uint64_t>(i));
+    MixKnobs k;
+    k.events = true;
+    k.flood = true;
+    const Scenario sc = Mixed(rng, k);
+    auto r = RunSim(sc, "hourglass-quick-protect");
+    ASSERT_TRUE(r);
+    CheckAllContracts(sc, *r, st);
+    for (const PreemptionRecord& p : r->preemptions) {
+      EXPECT_FALSE(p.contract_violation) << "job " << p.job << " cause " << ToString(p.cause);
+      if (p.job_class == "debug" && p.cause == StopCause::kFairShare) {
+        ++debug_fair_share;
+        ADD_FAILURE() << "debug job " << p.job << " stopped for fair share at " << p.at.value();
+      }
+    }
+    auto control = RunSim(sc);
+    ASSERT_TRUE(control);
+    for (const PreemptionRecord& p : control->preemptions)
+      control_debug_fair_share += p.job_class == "debug" && p.cause == StopCause::kFairShare;
+  }
+  EXPECT_EQ(debug_fair_share, 0);
+  // The control stopped debug jobs for fair share 6 or more times in each of soak rounds 300-340.
+  EXPECT_GT(control_debug_fair_share, 2);
+  EXPECT_GT(st.funded_stops, kContractScenarios / 2);  // other work is still stopped for them
 }
 
 // Sessions (jobs with a lease, half of them parked) among the mixed scenarios' funded work: the
