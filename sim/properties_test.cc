@@ -1024,6 +1024,17 @@ void CheckAllContracts(const Scenario& sc, const SimResult& r, ContractStats& st
 // Contention-heavy mixed scenarios: budget l0 floods the cluster first with work of random
 // protection, the other budgets come later and take their share back by preemption; unfunded
 // work comes and goes; nodes fail health checks or are drained by operators.
+// Scenario i of a contract property: mixed work with node events and a budget that floods first.
+Scenario ContractScenario(const Rng& root, int i, bool mixed_grace = false, bool sessions = false) {
+  Rng rng = root.Fork(static_cast<uint64_t>(i));
+  MixKnobs k;
+  k.events = true;
+  k.flood = true;
+  k.mixed_grace = mixed_grace;
+  k.sessions = sessions;
+  return Mixed(rng, k);
+}
+
 void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
                             std::string_view policy = "hourglass") {
   const Rng root(RootSeed(seed));
@@ -1031,12 +1042,7 @@ void CheckContractOverMixed(uint64_t seed, int scenarios, bool mixed_grace,
   PolicyRuns runs(policy);
   for (int i = 0; i < scenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("contract", i));
-    Rng rng = root.Fork(static_cast<uint64_t>(i));
-    MixKnobs k;
-    k.events = true;
-    k.flood = true;
-    k.mixed_grace = mixed_grace;
-    const Scenario sc = Mixed(rng, k);
+    const Scenario sc = ContractScenario(root, i, mixed_grace);
     auto r = runs.Run(sc);
     ASSERT_TRUE(r);
     for (const PreemptionRecord& p : r->preemptions)
@@ -1090,11 +1096,7 @@ TEST(PropertiesContract, DebugJobsUnderQuickProtectAreNotStoppedForFairShare_200
   int debug_fair_share = 0, control_debug_fair_share = 0;
   for (int i = 0; i < kContractScenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("quick-protect", i));
-    Rng rng = root.Fork(static_cast<uint64_t>(i));
-    MixKnobs k;
-    k.events = true;
-    k.flood = true;
-    const Scenario sc = Mixed(rng, k);
+    const Scenario sc = ContractScenario(root, i);
     auto r = RunSim(sc, "hourglass-quick-protect");
     ASSERT_TRUE(r);
     CheckAllContracts(sc, *r, st);
@@ -1125,13 +1127,7 @@ TEST(PropertiesContract, SessionsInUseAreNotStoppedForFairShare_200Scenarios) {
   ContractStats with, control;
   for (int i = 0; i < kContractScenarios && !::testing::Test::HasFailure(); ++i) {
     SCOPED_TRACE(Trace("sessions", i));
-    Rng rng = root.Fork(static_cast<uint64_t>(i));
-    MixKnobs k;
-    k.events = true;
-    k.flood = true;
-    k.mixed_grace = true;
-    k.sessions = true;
-    const Scenario sc = Mixed(rng, k);
+    const Scenario sc = ContractScenario(root, i, true, true);
     auto r = RunSim(sc, "hourglass");
     ASSERT_TRUE(r);
     for (const PreemptionRecord& p : r->preemptions)
