@@ -98,6 +98,10 @@ class Cycle {
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
+  // Until when fair share may not stop r: a quick job's first quick_protect seconds of its run.
+  Seconds SparedUntil(const RunningJob& r) const {
+    return IsQuick(*r.spec) ? r.started + cfg_.quick_protect : Seconds(0);
+  }
   // Counts what leaving job `r` frees by `at` beyond its preemptor's need as spare GPUs for later
   // preemptors (soon_). `need_on(slice)` points at the GPUs the preemptor still needs from
   // leaving jobs there (taken from the slice first, and counted down), or is null. `bound`: also
@@ -370,7 +374,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (yields && r.backfilled) return true;
     if (s_.now < ProtectedUntil(r)) return false;  // a session's lease
     if (yields) return true;
-    if (s_.now < r.started + cfg_.quick_protect && IsQuick(*r.spec)) return false;
+    if (s_.now < SparedUntil(r)) return false;
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -461,8 +465,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
       } else if (yields || fair_share_allows(r)) {
         t = std::max(s_.now, ReleaseBound(r));
-        // TryPreempt spares a young quick job for fair share (PolicyConfig::quick_protect).
-        if (!yields && IsQuick(*r.spec)) t = std::max(t, r.started + cfg_.quick_protect);
+        if (!yields) t = std::max(t, SparedUntil(r));
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
       }
