@@ -210,11 +210,16 @@ void JobProcess::Kill() {
   kill(-pid_, SIGKILL);
 }
 
-bool GroupHasLiveMembers(pid_t pgid) {
-  if (kill(-pgid, 0) != 0) return false;
+namespace {
+
+// Calls visit(state, pgrp, rest) for every process under proc_root whose stat could be read, with
+// `rest` positioned after the process group field, until visit returns false. False when
+// proc_root cannot be listed. A process that exits while being read is skipped.
+template <typename Visit>
+bool ScanProcStats(const std::string& proc_root, Visit visit) {
   std::error_code ec;
-  std::filesystem::directory_iterator it("/proc", ec);
-  if (ec) return true;  // no /proc: trust kill()
+  std::filesystem::directory_iterator it(proc_root, ec);
+  if (ec) return false;
   for (const auto& entry : it) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name[0] < '0' || name[0] > '9') continue;
@@ -226,11 +231,23 @@ bool GroupHasLiveMembers(pid_t pgid) {
     if (close_paren == std::string::npos) continue;
     std::istringstream rest(stat.substr(close_paren + 1));
     char state = 0;
-    long ppid = 0, pgrp = 0;
+    long long ppid = 0, pgrp = 0;
     if (!(rest >> state >> ppid >> pgrp)) continue;
-    if (pgrp == pgid && state != 'Z' && state != 'X') return true;
+    if (!visit(state, static_cast<pid_t>(pgrp), rest)) break;
   }
-  return false;
+  return true;
+}
+
+}  // namespace
+
+bool GroupHasLiveMembers(pid_t pgid) {
+  if (kill(-pgid, 0) != 0) return false;
+  bool live = false;
+  const bool scanned = ScanProcStats("/proc", [&](char state, pid_t pgrp, std::istringstream&) {
+    live = pgrp == pgid && state != 'Z' && state != 'X';
+    return !live;
+  });
+  return !scanned || live;  // no /proc: trust kill()
 }
 
 std::map<pid_t, double> GroupCpuSeconds(const std::vector<pid_t>& pgids,
@@ -240,32 +257,20 @@ std::map<pid_t, double> GroupCpuSeconds(const std::vector<pid_t>& pgids,
   const std::set<pid_t> wanted(pgids.begin(), pgids.end());
   const long ticks = sysconf(_SC_CLK_TCK);
   if (ticks <= 0) return out;
-  std::error_code ec;
-  std::filesystem::directory_iterator it(proc_root, ec);
-  if (ec) return out;
   std::map<pid_t, unsigned long long> sum;
-  for (const auto& entry : it) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name[0] < '0' || name[0] > '9') continue;
-    std::ifstream in(entry.path() / "stat");
-    std::string stat;
-    if (!std::getline(in, stat)) continue;  // it just exited: skip it
-    // "pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt
-    // utime stime cutime cstime ...": comm may hold spaces and parentheses.
-    const size_t close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close_paren + 1));
-    char state = 0;
-    long long ppid = 0, pgrp = 0, skip = 0;
-    if (!(rest >> state >> ppid >> pgrp)) continue;
-    if (!wanted.count(static_cast<pid_t>(pgrp))) continue;
-    for (int i = 0; i < 8 && rest; ++i) rest >> skip;  // session .. cmajflt
+  ScanProcStats(proc_root, [&](char, pid_t pgrp, std::istringstream& rest) {
+    if (!wanted.count(pgrp)) return true;
+    // After pgrp: session tty_nr tpgid flags minflt cminflt majflt cmajflt, then utime stime
+    // cutime cstime.
+    long long skip = 0;
+    for (int i = 0; i < 8 && rest; ++i) rest >> skip;
     unsigned long long utime = 0, stime = 0;
     long long cutime = 0, cstime = 0;
-    if (!(rest >> utime >> stime >> cutime >> cstime)) continue;
-    sum[static_cast<pid_t>(pgrp)] +=
+    if (!(rest >> utime >> stime >> cutime >> cstime)) return true;
+    sum[pgrp] +=
         utime + stime + static_cast<unsigned long long>(std::max<long long>(0, cutime + cstime));
-  }
+    return true;
+  });
   for (const auto& [g, t] : sum) out[g] = static_cast<double>(t) / static_cast<double>(ticks);
   return out;
 }

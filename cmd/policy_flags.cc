@@ -64,10 +64,10 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
     return tl::unexpected(Error{"--large-job-gpus", "must be >= 0 (0: off)", {}, 0});
   if (flags.reservation_preempts_gpus < 0)
     return tl::unexpected(Error{"--reservation-preempts-gpus", "must be >= 0 (0: off)", {}, 0});
-  if (flags.quick_protect < 0 || flags.quick_protect > DeployedConfig().min_runtime_cap.value())
+  const int64_t cap = DeployedConfig().min_runtime_cap.value();
+  if (flags.quick_protect < 0 || flags.quick_protect > cap)
     return tl::unexpected(Error{"--quick-protect",
-                                "must be within [0, " +
-                                    std::to_string(DeployedConfig().min_runtime_cap.value()) +
+                                "must be within [0, " + std::to_string(cap) +
                                     "] seconds (0: off; at most the min_runtime cap)",
                                 {},
                                 0});

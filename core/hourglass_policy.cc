@@ -99,8 +99,10 @@ class Cycle {
   }
   bool HeadroomAllows(const JobSpec& j) const;
   // Until when fair share may not stop r: a quick job's first quick_protect seconds of its run.
+  // Asked for every candidate victim: the option's test first, as it is off by default.
   Seconds SparedUntil(const RunningJob& r) const {
-    return IsQuick(*r.spec) ? r.started + cfg_.quick_protect : Seconds(0);
+    if (cfg_.quick_protect <= Seconds(0) || !IsQuick(*r.spec)) return Seconds(0);
+    return r.started + cfg_.quick_protect;
   }
   // Counts what leaving job `r` frees by `at` beyond its preemptor's need as spare GPUs for later
   // preemptors (soon_). `need_on(slice)` points at the GPUs the preemptor still needs from
