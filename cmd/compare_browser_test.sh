@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest: `hourglass sim compare` writes an HTML report whose five charts really render in headless
+# ctest: `hourglass sim compare` writes an HTML report whose six charts really render in headless
 # Chromium. The page's inline check (sim/html_report.cc) measures every chart on load (size via
 # getBBox, a legend entry per policy, drawn marks) and writes its verdict into the DOM; this script
 # reads it back with --dump-dom. To show the check can fail, it also loads three broken copies (a
@@ -80,25 +80,25 @@ verdict() {
 
 dump_dom "$T/report.html" > "$T/report.dom"
 sed -n '/<pre id="render-check">/,/<\/pre>/p' "$T/report.dom"
-[ "$(verdict "$T/report.dom")" = "5/5" ] || fail "report: charts rendered $(verdict "$T/report.dom"), want 5/5"
-[ "$(grep -c 'data-rendered="ok"' "$T/report.dom")" -eq 5 ] || fail "report: want 5 figures rendered ok"
+[ "$(verdict "$T/report.dom")" = "6/6" ] || fail "report: charts rendered $(verdict "$T/report.dom"), want 6/6"
+[ "$(grep -c 'data-rendered="ok"' "$T/report.dom")" -eq 6 ] || fail "report: want 6 figures rendered ok"
 
 # The check itself must fail on broken pages.
 sed 's/data-chart="occupancy"/data-chart="gone"/' "$T/report.html" > "$T/missing.html"
 dump_dom "$T/missing.html" > "$T/missing.dom"
-[ "$(verdict "$T/missing.dom")" = "4/5" ] || fail "missing chart: got $(verdict "$T/missing.dom"), want 4/5"
+[ "$(verdict "$T/missing.dom")" = "5/6" ] || fail "missing chart: got $(verdict "$T/missing.dom"), want 5/6"
 grep -q "occupancy: FAIL missing" "$T/missing.dom" || fail "missing chart not named"
 
 sed -e 's/\(<path class="mark"[^>]*\) d="[^"]*"/\1 d=""/' \
   -e 's/\(<rect class="mark"[^>]*\) width="[^"]*" height="[^"]*"/\1 width="0" height="0"/' \
   -e 's/\(<circle class="mark"[^>]*\) r="[^"]*"/\1 r="0"/' "$T/report.html" > "$T/empty.html"
 dump_dom "$T/empty.html" > "$T/empty.dom"
-[ "$(verdict "$T/empty.dom")" = "0/5" ] || fail "empty marks: got $(verdict "$T/empty.dom"), want 0/5"
+[ "$(verdict "$T/empty.dom")" = "0/6" ] || fail "empty marks: got $(verdict "$T/empty.dom"), want 0/6"
 
 sed '0,/class="legend-entry" data-series="priority"/s//class="legend-gone" data-series="priority"/' \
   "$T/report.html" > "$T/legend.html"
 dump_dom "$T/legend.html" > "$T/legend.dom"
-[ "$(verdict "$T/legend.dom")" = "4/5" ] || fail "legend lacking a policy: got $(verdict "$T/legend.dom"), want 4/5"
+[ "$(verdict "$T/legend.dom")" = "5/6" ] || fail "legend lacking a policy: got $(verdict "$T/legend.dom"), want 5/6"
 grep -q "owed-delivered: FAIL .*legend lacks priority" "$T/legend.dom" || fail "legend gap not named"
 
 # A screenshot for people to judge readability (kept next to the test's working directory).

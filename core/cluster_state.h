@@ -25,6 +25,15 @@ struct Shape {
   int32_t slices() const { return count + (rest > 0 ? 1 : 0); }
 };
 
+// The shape of a request on a cluster whose largest node has `max_node_gpus` GPUs: as asked with
+// `gpus_per_node`, else on one node if it fits there, else whole largest nodes and the rest.
+inline Shape ShapeFor(Gpus gpus, Gpus gpus_per_node, int32_t max_node_gpus) {
+  const int32_t g = gpus.value();
+  if (gpus_per_node.value() > 0) return Shape{gpus_per_node.value(), g / gpus_per_node.value(), 0};
+  if (g <= max_node_gpus || max_node_gpus == 0) return Shape{g, 1, 0};
+  return Shape{max_node_gpus, g / max_node_gpus, g % max_node_gpus};
+}
+
 class ClusterState {
  public:
   ClusterState(std::span<const Node> nodes, std::span<const RunningJob> running);
@@ -44,11 +53,7 @@ class ClusterState {
 
   // Inline: the unfunded pass asks it for every job of a queue tens of thousands long.
   Shape ShapeOf(Gpus gpus, Gpus gpus_per_node) const {
-    const int32_t g = gpus.value();
-    if (gpus_per_node.value() > 0)
-      return Shape{gpus_per_node.value(), g / gpus_per_node.value(), 0};
-    if (g <= max_gpus_ || max_gpus_ == 0) return Shape{g, 1, 0};
-    return Shape{max_gpus_, g / max_gpus_, g % max_gpus_};
+    return ShapeFor(gpus, gpus_per_node, max_gpus_);
   }
 
   // Best-fit placement on free GPUs; GPUs reserved for another job are used only if

@@ -21,7 +21,7 @@ enum class ReasonCode {
   kWaitBudgetLimit,  // budget: the subtree at its limit; a: its limit
   kWaitPreemption,   // victims are in their grace period; a: when they are killed at the latest
   kWaitReservation,  // holds a reservation; a: due time
-  kWaitHeadroom,     // only the quick-job headroom is free
+  kWaitHeadroom,     // only the quick-job headroom is free; a: GPUs needed, b: GPUs free
   kWaitUnfunded,     // unfunded work waits for idle GPUs
   kWaitFairShare,    // budgets further below their share come first
   kWaitTier,         // the priority baseline: higher tiers first

@@ -525,6 +525,12 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
       return false;
     }
   }
+  if (s_.explain && !HeadroomAllows(j) && cs_.Find(shape, false, j.funded())) {
+    // GPUs are free where the job fits, but they are the debug headroom: say so, not "none
+    // preemptible", or the user sees free GPUs and no reason.
+    Note(p, Reason{ReasonCode::kWaitHeadroom, {}, j.budget, j.gpus.value(), cs_.total_free()});
+    return false;
+  }
   Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free()});
   return false;
 }

@@ -363,6 +363,42 @@ TEST(HourglassPolicy, DISABLED_AJobHeldBackOnlyByTheHeadroomDoesNotReserveItsGpu
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitHeadroom);
 }
 
+// The same cluster with no reservation slot: b's batch job cannot take the free GPU (the debug
+// headroom) nor preempt a's protected work. Its reason names the headroom, not "none
+// preemptible" beside a free GPU, which would leave the user without an explanation; with no
+// free GPU at all it is the plain wait for GPUs.
+TEST(HourglassPolicy, AJobHeldBackByTheHeadroomSaysSo) {
+  for (const bool gpu_free : {true, false}) {
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    const NodeId n1 = w.AddNode();
+    w.History("a", Days(2), 6.0, 4.0);
+    w.History("b", Days(2), 0.0, 4.0);
+    w.Run(w.NewJob(8, "a", Hours(8)), Days(2) - Hours(1), {{n0, Gpus(8)}});
+    const int32_t rest = gpu_free ? 7 : 8;
+    w.Run(w.NewJob(rest, "a", Hours(8)), Days(2) - Hours(1), {{n1, Gpus(rest)}});
+    const JobSpec& batch = w.NewJob(1, "b");
+    w.Pend(batch, Days(2) - Minutes(10));
+    PolicyConfig cfg;
+    cfg.quick_headroom = 1.0 / 16;
+    cfg.quick_headroom_max = 1.0 / 16;
+    cfg.max_reservations = 0;
+    const Decisions d = w.Cycle(Days(2), true, cfg);
+    EXPECT_TRUE(d.starts.empty());
+    EXPECT_TRUE(d.stops.empty());
+    const PendingNote* note = NoteFor(d, batch.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, gpu_free ? ReasonCode::kWaitHeadroom : ReasonCode::kWaitGpus);
+    EXPECT_EQ(note->reason.a, 1);
+    EXPECT_EQ(note->reason.b, gpu_free ? 1 : 0);
+    if (gpu_free) {
+      EXPECT_EQ(Describe(note->reason, w.tree()),
+                "waiting for 1 GPUs: the 1 free are kept for debug jobs (the debug headroom), and "
+                "none are preemptible for budget b");
+    }
+  }
+}
+
 TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   const Seconds now = Days(2);
   World w = Starved(now - Hours(2), /*a_delivered_rate=*/8.0);

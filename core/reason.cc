@@ -48,7 +48,10 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
     case ReasonCode::kWaitReservation:
       return "holds a reservation; expected to start by " + At(r.a);
     case ReasonCode::kWaitHeadroom:
-      return "only GPUs kept free for debug jobs are left";
+      return "waiting for " + std::to_string(r.a) + " GPUs: the " + std::to_string(r.b) +
+             " free are kept for debug jobs (the debug headroom), and none are preemptible for "
+             "budget " +
+             Budget(tree, r.budget);
     case ReasonCode::kWaitUnfunded:
       return "unfunded: runs only on idle GPUs (" + std::to_string(r.b) + " free, needs " +
              std::to_string(r.a) + ")";

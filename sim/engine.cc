@@ -8,6 +8,7 @@
 
 #include "core/fair_division.h"
 #include "core/usage_ledger.h"
+#include "sim/wait_split.h"
 
 namespace hg::sim {
 namespace {
@@ -68,6 +69,12 @@ Error In(const char* file, int line, std::string field, std::string reason) {
   return Error{std::move(field), std::move(reason), file, line};
 }
 
+int32_t MaxNodeGpus(const Scenario& sc) {
+  int32_t most = 0;
+  for (const auto& n : sc.nodes) most = std::max(most, n.gpus);
+  return most;
+}
+
 class Engine {
  public:
   Engine(const Scenario& sc, const Policy& policy, const SimOptions& opt, BudgetTree tree)
@@ -76,7 +83,8 @@ class Engine {
         opt_(opt),
         tree_(std::move(tree)),
         delivered_(tree_, opt.window),
-        owed_(tree_, opt.window) {}
+        owed_(tree_, opt.window),
+        wait_split_(MaxNodeGpus(sc)) {}
 
   SimResult Run();
 
@@ -180,6 +188,11 @@ class Engine {
   double cap_acc_ = 0, alloc_acc_ = 0, unf_acc_ = 0;  // GPU-seconds, whole run
   double cap_hour_ = 0, alloc_hour_ = 0, unf_hour_ = 0;
   Undelivered undelivered_;  // GPU-seconds until the end, then GPU-hours
+  WaitSplitTracker wait_split_;
+  // Pending funded jobs (by index) with victims stopped for them still in their grace period.
+  std::map<int32_t, int32_t> victims_for_;
+  void VictimGone(JobId for_job);
+  std::vector<int32_t> room_;  // scratch: per ready node, GPUs a funded job could have at once
 
   SimResult result_;
 };
@@ -217,6 +230,13 @@ void Engine::Account(Seconds to) {
     }
   }
   AccountUndelivered(owed_sum_ - funded, d);
+  wait_split_.Accumulate(d, [&]() -> std::span<const int32_t> {
+    room_.clear();
+    for (size_t n = 0; n < nodes_.size(); ++n)
+      if (nodes_[n].state == NodeState::kReady)
+        room_.push_back(nodes_[n].gpus.value() - (node_rt_[n].used - node_rt_[n].unfunded));
+    return room_;
+  });
   last_ = to;
 }
 
@@ -254,6 +274,7 @@ void Engine::AddPending(int32_t j) {
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
   auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
   PendingJob p{&s, s.submit, jobs_[static_cast<size_t>(j)].attempts + 1};
+  if (s.funded()) wait_split_.Add(s.gpus, s.gpus_per_node);
   // Requeued jobs keep their place (their original submission time), so a middle insert
   // happens; compact first so the order can be searched.
   const bool in_order =
@@ -294,6 +315,7 @@ void Engine::RemovePending(int32_t j) {
   }
   p->spec = nullptr;
   p->freed_for = false;
+  if (s.funded()) wait_split_.Remove(s.gpus, s.gpus_per_node);
   ++holes;
   if (holes * 2 > v.size() + 64) Compact(v, holes);
 }
@@ -342,6 +364,7 @@ void Engine::SetNodeState(size_t n, NodeState to) {
   }
   unfunded_alone_ += AloneOf(n);
   owed_dirty_ = true;
+  wait_split_.Invalidate();
 }
 
 void Engine::Submit(int32_t j) {
@@ -375,6 +398,11 @@ void Engine::StartJob(const StartDecision& d) {
   }
   assert(total == s.gpus.value());
   (void)total;
+  wait_split_.Invalidate();
+  if (auto v = victims_for_.find(j); v != victims_for_.end()) {
+    wait_split_.Await(s.gpus, s.gpus_per_node, -1);  // started before all its victims left
+    victims_for_.erase(v);
+  }
   RemovePending(j);
   rt.state = JobState::kRunning;
   rt.waits.push_back(now_ - rt.requeued_at);
@@ -411,6 +439,13 @@ void Engine::StopJob(const StopDecision& d) {
   r.stopping = true;
   r.stop_at = now_ + r.spec->grace;
   r.stop_for = d.for_job;
+  if (const auto f = job_by_id_.find(d.for_job.value());
+      d.for_job.value() != 0 && f != job_by_id_.end()) {
+    const auto fi = static_cast<size_t>(f->second);
+    if (jobs_[fi].state == JobState::kPending && specs_[fi].funded() &&
+        victims_for_[f->second]++ == 0)
+      wait_split_.Await(specs_[fi].gpus, specs_[fi].gpus_per_node, +1);
+  }
   if (d.hold_for && d.for_job.value() != 0) {
     const auto f = job_by_id_.find(d.for_job.value());
     if (f != job_by_id_.end() && jobs_[static_cast<size_t>(f->second)].state == JobState::kPending)
@@ -462,6 +497,8 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
       if (!s.funded()) unfunded_ready_ -= sl.gpus.value();
     }
   }
+  wait_split_.Invalidate();
+  if (r.stopping && r.stop_for.value() != 0) VictimGone(r.stop_for);
   if (s.funded()) {
     leaf_alloc_[static_cast<size_t>(s.budget.value())] -= s.gpus.value();
     demand_[static_cast<size_t>(s.budget.value())] -= s.gpus.value();
@@ -502,6 +539,16 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
     rt.state = final_state;
   }
   Dirty();
+}
+
+void Engine::VictimGone(JobId for_job) {
+  const auto f = job_by_id_.find(for_job.value());
+  if (f == job_by_id_.end()) return;
+  const auto v = victims_for_.find(f->second);
+  if (v == victims_for_.end() || --v->second > 0) return;
+  const JobSpec& s = specs_[static_cast<size_t>(f->second)];
+  wait_split_.Await(s.gpus, s.gpus_per_node, -1);
+  victims_for_.erase(v);
 }
 
 void Engine::External(const TimedEvent& e) {
@@ -750,6 +797,9 @@ SimResult Engine::Run() {
   for (double* x : {&u.at_capacity_hours, &u.below_capacity_hours, &u.unfunded_alone,
                     &u.unfunded_beside_funded, &u.idle, &u.waiting})
     *x /= 3600.0;
+  for (const auto& [gpus, w] : wait_split_.by_gpus())
+    result_.funded_wait_by_gpus[gpus] = WaitSplit{w.short_of_gpus / 3600.0, w.fragmented / 3600.0,
+                                                  w.placeable / 3600.0, w.victims_leaving / 3600.0};
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobRt& rt = jobs_[i];
     JobRecord rec;

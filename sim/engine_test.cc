@@ -4,20 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "core/policy.h"
+#include "sim/test_job.h"
 
 namespace hg::sim {
 namespace {
 
 SimJob Job(int64_t id, int64_t submit, int32_t gpus, std::string budget, int64_t duration) {
-  SimJob j;
-  j.spec.id = JobId(id);
-  j.spec.submit = Seconds(submit);
-  j.spec.gpus = Gpus(gpus);
-  j.spec.job_class = budget.empty() ? "sweep" : "batch";
-  j.spec.grace = Seconds(60);
-  j.budget = std::move(budget);
-  j.duration = Seconds(duration);
-  return j;
+  return TestJob(id, submit, gpus, std::move(budget), duration);
 }
 
 // Funded work preempts unfunded work: the victim gets its grace period, the funded job starts

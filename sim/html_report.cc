@@ -180,6 +180,10 @@ struct ChartData {
   std::vector<Series> preemptions, lost;  // [policy]: per bin
   int64_t largest_bin = kHour;
   std::vector<Series> largest_free;  // [policy]: GPUs
+  // Funded jobs' waiting per size bucket (sim/wait_split.h), as shares of its job-hours: with
+  // room in idle or unfunded GPUs (fragmented + placeable + victims leaving), and fragmented.
+  std::vector<std::string> wait_sizes;              // size buckets some funded job waited in
+  std::vector<std::vector<double>> room, fragment;  // [policy][size]
 };
 
 // Time bins: a day for runs of a week or more (hourly lines of five policies over a month are
@@ -286,6 +290,27 @@ ChartData MakeCharts(const std::vector<SimResult>& runs) {
     d.lost.push_back(std::move(lost));
     for (const JobRecord& j : r.jobs)
       if (!j.waits.empty()) classes.insert(ClassKey(j.job_class));
+  }
+  std::vector<Measures> ms;
+  for (const SimResult& r : runs) ms.push_back(Compute(r));
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
+    bool waited = false;
+    for (const Measures& m : ms) waited = waited || m.funded_wait_split[i].total() > 0;
+    if (!waited) continue;
+    sizes.push_back(i);
+    d.wait_sizes.push_back(fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s"));
+  }
+  for (const Measures& m : ms) {
+    std::vector<double> room, fragment;
+    for (size_t i : sizes) {
+      const WaitSplit& w = m.funded_wait_split[i];
+      const double total = w.total();
+      room.push_back(total > 0 ? (total - w.short_of_gpus) / total : 0.0);
+      fragment.push_back(total > 0 ? w.fragmented / total : 0.0);
+    }
+    d.room.push_back(std::move(room));
+    d.fragment.push_back(std::move(fragment));
   }
   d.classes.assign(classes.begin(), classes.end());
   for (const std::string& cls : d.classes) {
@@ -421,6 +446,23 @@ std::string ChartsHtml(const ChartData& d, const SimResult& first) {
     c.series = Lines(d, d.largest_free, d.largest_bin == kHour);
     out += Figure("largest-free", svg::Render(c));
   }
+  // 6. Fragmentation as the waiting jobs met it: of each size's waiting, the share with room.
+  {
+    svg::BarChart c;
+    c.id = "chart-funded-wait";
+    c.title = "Funded jobs' waiting by size: room on idle or unfunded GPUs, and fragmentation";
+    // The rest of each bar up to 100% is time when funded work held the GPUs (docs/compare.md).
+    c.note =
+        "Outline: waiting with enough idle or unfunded GPUs in total; filled: of that, not where "
+        "the job's shape fits.";
+    c.categories = d.wait_sizes;
+    c.y = {"share of waiting job-hours", svg::TickFormat::kPercent, false, true, 0, 1};
+    c.outline_label = "room in total (outline)";
+    c.filled_label = "fragmented (filled)";
+    for (size_t i = 0; i < d.policies.size(); ++i)
+      c.series.push_back({d.policies[i], svg::Colour(i), d.room[i], d.fragment[i]});
+    out += Figure("funded-wait", svg::Render(c));
+  }
   return out;
 }
 
@@ -487,8 +529,8 @@ constexpr const char* kCheckScript = R"(<script>
 }  // namespace
 
 const std::vector<std::string>& CompareChartIds() {
-  static const std::vector<std::string> kIds = {"owed-delivered", "occupancy", "waits",
-                                                "preemptions", "largest-free"};
+  static const std::vector<std::string> kIds = {"owed-delivered", "occupancy",    "waits",
+                                                "preemptions",    "largest-free", "funded-wait"};
   return kIds;
 }
 
@@ -625,6 +667,18 @@ nlohmann::json CompareJson(const Comparison& c) {
   charts["preemptions"] = per_policy(d.preemptions, d.preemption_bin, "[bin start s, count]");
   charts["lost_gpu_hours"] = per_policy(d.lost, d.preemption_bin, "[bin start s, GPU-hours]");
   charts["largest_free"] = per_policy(d.largest_free, d.largest_bin, "[bin start s, GPUs]");
+  {
+    nlohmann::json per = nlohmann::json::object();
+    for (size_t i = 0; i < d.policies.size(); ++i) {
+      nlohmann::json room = nlohmann::json::array(), fragment = nlohmann::json::array();
+      for (double v : d.room[i]) room.push_back(Num(v));
+      for (double v : d.fragment[i]) fragment.push_back(Num(v));
+      per[d.policies[i]] = {{"room", room}, {"fragmented", fragment}};
+    }
+    charts["funded_wait"] = {{"sizes", d.wait_sizes},
+                             {"points", "shares of the funded jobs' waiting job-hours"},
+                             {"policies", std::move(per)}};
+  }
   {
     nlohmann::json w = nlohmann::json::object();
     for (size_t k = 0; k < d.classes.size(); ++k) {

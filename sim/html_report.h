@@ -64,7 +64,7 @@ std::string RenderCompareJson(const Comparison& c);  // dump(2) + "\n"
 // nothing from anywhere.
 std::string RenderCompareHtml(const Comparison& c);
 
-// The ids (figure data-chart attributes) of the five charts, in page order.
+// The ids (figure data-chart attributes) of the six charts, in page order.
 const std::vector<std::string>& CompareChartIds();
 
 }  // namespace hg::sim

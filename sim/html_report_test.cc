@@ -56,6 +56,10 @@ Comparison Sample() {
   p.funded = true;
   p.lost_gpu_hours = 2.5;
   c.runs[0].preemptions.push_back(p);
+  // Funded waiting: hourglass's 16-GPU jobs had room half the time, a quarter of it fragmented;
+  // fifo-backfill's 1-GPU jobs always had room.
+  c.runs[0].funded_wait_by_gpus[16] = WaitSplit{2.0, 1.0, 0.5, 0.5};
+  c.runs[1].funded_wait_by_gpus[1] = WaitSplit{0.0, 0.0, 3.0, 0.0};
   c.mapping = "cluster: 13 nodes <derived>\n";
   return c;
 }
@@ -136,17 +140,17 @@ TEST(CompareReport, PrintsTheMappingWithTheTable) {
   EXPECT_LT(out.find("cluster: 13 nodes"), out.find("policy "));
 }
 
-TEST(CompareHtml, IsSelfContainedWithFiveChartsAndEveryPolicyInEachLegend) {
+TEST(CompareHtml, IsSelfContainedWithSixChartsAndEveryPolicyInEachLegend) {
   const std::string h = RenderCompareHtml(Sample());
   EXPECT_EQ(h.rfind("<!DOCTYPE html>", 0), 0u);
   for (const std::string& id : CompareChartIds())
     EXPECT_EQ(Count(h, "data-chart=\"" + id + "\""), 1u) << id;
-  EXPECT_EQ(Count(h, "<figure "), 5u);
+  EXPECT_EQ(Count(h, "<figure "), 6u);
   // Charts: owed/delivered, occupancy, one wait panel per class (debug), preemptions + lost,
-  // largest free: 6 svgs, each with a legend entry per policy.
-  EXPECT_EQ(Count(h, "<svg "), 6u);
-  EXPECT_EQ(Count(h, "class=\"legend-entry\" data-series=\"hourglass\""), 6u);
-  EXPECT_EQ(Count(h, "class=\"legend-entry\" data-series=\"fifo-backfill\""), 6u);
+  // largest free, funded wait: 7 svgs, each with a legend entry per policy.
+  EXPECT_EQ(Count(h, "<svg "), 7u);
+  EXPECT_EQ(Count(h, "class=\"legend-entry\" data-series=\"hourglass\""), 7u);
+  EXPECT_EQ(Count(h, "class=\"legend-entry\" data-series=\"fifo-backfill\""), 7u);
   // One colour per policy across charts: hourglass's lines all use the first colour.
   EXPECT_EQ(Count(h, "data-series=\"fifo-backfill\" d="), 5u);  // 5 line charts
   EXPECT_EQ(Count(h, "stroke=\"#D55E00\" stroke-width=\"1.6\""), 5u);
@@ -206,6 +210,12 @@ TEST(CompareJson, HoldsTheTableTheWinnersAndTheChartSeries) {
   const auto& cdf = j["charts"]["wait_cdf"]["classes"]["debug"]["fifo-backfill"];
   EXPECT_EQ(cdf.back(), nlohmann::json::array({3000.0, 1.0}));
   EXPECT_EQ(cdf.front(), nlohmann::json::array({1.0, 0.0}));
+  // The funded wait chart: only the sizes someone waited in, as shares of the waiting.
+  const auto& fw = j["charts"]["funded_wait"];
+  EXPECT_EQ(fw["sizes"], nlohmann::json::array({"1 GPU", "9-64 GPUs"}));
+  EXPECT_EQ(fw["policies"]["hourglass"]["room"], nlohmann::json::array({0.0, 0.5}));
+  EXPECT_EQ(fw["policies"]["hourglass"]["fragmented"], nlohmann::json::array({0.0, 0.25}));
+  EXPECT_EQ(fw["policies"]["fifo-backfill"]["room"], nlohmann::json::array({1.0, 0.0}));
   // Every measure of the full report rides along.
   EXPECT_TRUE(j["measures"]["policies"]["hourglass"].contains("wait_s_by_size"));
 }

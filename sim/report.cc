@@ -138,6 +138,13 @@ Measures Compute(const SimResult& r) {
   }
   for (auto& [cls, s] : by_class)
     m.wait_by_class[cls] = Summarise(std::move(s.waits), s.never_started);
+  for (const auto& [gpus, w] : r.funded_wait_by_gpus) {
+    WaitSplit& b = m.funded_wait_split[SizeBucket(gpus)];
+    b.short_of_gpus += w.short_of_gpus;
+    b.fragmented += w.fragmented;
+    b.placeable += w.placeable;
+    b.victims_leaving += w.victims_leaving;
+  }
   for (size_t i = 0; i < by_size.size(); ++i) {
     m.wait_by_size[i] = Summarise(std::move(by_size[i].waits), by_size[i].never_started);
   }
@@ -242,6 +249,16 @@ nlohmann::json PolicyJson(const SimResult& r) {
   for (size_t i = 0; i < kSizeBuckets.size(); ++i)
     by_size[kSizeBuckets[i]] = WaitJson(m.wait_by_size[i]);
   p["wait_s_by_size"] = std::move(by_size);
+  nlohmann::json split = nlohmann::json::object();
+  for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
+    const WaitSplit& w = m.funded_wait_split[i];
+    split[kSizeBuckets[i]] = {{"job_hours", Num(w.total())},
+                              {"short_of_gpus", Num(w.short_of_gpus)},
+                              {"fragmented", Num(w.fragmented)},
+                              {"placeable", Num(w.placeable)},
+                              {"victims_leaving", Num(w.victims_leaving)}};
+  }
+  p["funded_wait_job_hours_by_size"] = std::move(split);
 
   p["preemptions"] = m.preemptions;
   p["preemptions_by_cause"] = m.preemptions_by_cause;
@@ -462,6 +479,18 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
     const std::string label = fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
     row(label + " wait p90", [&](const Measures& m) { return Duration(m.wait_by_size[i].p90); });
+  }
+  // Where the funded jobs' waiting went, per size (sim/wait_split.h): the share of their
+  // waiting job-hours spent short of GPUs / fragmented / placeable / with victims leaving.
+  for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
+    const std::string label = fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
+    row(label + " funded wait short/frag/place/grace", [&](const Measures& m) {
+      const WaitSplit& w = m.funded_wait_split[i];
+      if (!(w.total() > 0)) return std::string("-");
+      auto pct = [&](double x) { return fmt::format("{:.0f}", 100.0 * x / w.total()); };
+      return fmt::format("{}/{}/{}/{}%", pct(w.short_of_gpus), pct(w.fragmented), pct(w.placeable),
+                         pct(w.victims_leaving));
+    });
   }
   row("preemptions", [](const Measures& m) { return std::to_string(m.preemptions); });
   for (StopCause c : kAllCauses) {

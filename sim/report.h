@@ -87,6 +87,9 @@ struct Measures {
   std::map<std::string, WaitStats> wait_by_class;
   WaitStats wait_all;
   std::array<WaitStats, kSizeBuckets.size()> wait_by_size;
+  // Funded jobs' waiting job-hours per size bucket, split by what the cluster held meanwhile
+  // (sim/wait_split.h): short of GPUs, fragmented, or placeable.
+  std::array<WaitSplit, kSizeBuckets.size()> funded_wait_split;
 
   int64_t preemptions = 0;
   std::map<std::string, int64_t> preemptions_by_cause;  // every cause, zeros included

@@ -302,6 +302,30 @@ TEST(ReportJson, TwoPoliciesKeysAndValues) {
   EXPECT_EQ(h["cycles"], 56);
 }
 
+// The funded wait split is summed into the size buckets of the wait table: 3 and 8 GPUs into
+// "2-8", 512 into "257+"; buckets nobody waited in are zeros, so every key is always there.
+TEST(ReportJson, FundedWaitSplitIsSummedPerSizeBucket) {
+  SimResult r = Sample("hourglass", 1.0);
+  r.funded_wait_by_gpus[3] = WaitSplit{1.0, 2.0, 0.5, 0.25};
+  r.funded_wait_by_gpus[8] = WaitSplit{1.0, 0.0, 0.5, 0.0};
+  r.funded_wait_by_gpus[512] = WaitSplit{10.0, 0.0, 0.0, 0.0};
+  const Measures m = Compute(r);
+  EXPECT_DOUBLE_EQ(m.funded_wait_split[1].short_of_gpus, 2.0);
+  EXPECT_DOUBLE_EQ(m.funded_wait_split[1].fragmented, 2.0);
+  EXPECT_DOUBLE_EQ(m.funded_wait_split[1].placeable, 1.0);
+  EXPECT_DOUBLE_EQ(m.funded_wait_split[1].victims_leaving, 0.25);
+  EXPECT_DOUBLE_EQ(m.funded_wait_split[4].total(), 10.0);
+  const nlohmann::json j = ToJson({r})["policies"]["hourglass"]["funded_wait_job_hours_by_size"];
+  EXPECT_DOUBLE_EQ(j["2-8"]["job_hours"].get<double>(), 5.25);
+  EXPECT_DOUBLE_EQ(j["2-8"]["fragmented"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["257+"]["short_of_gpus"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j["1"]["job_hours"].get<double>(), 0.0);
+  const std::string table = RenderTable({r});
+  EXPECT_NE(table.find("2-8 GPUs funded wait short/frag/place/grace"), std::string::npos);
+  EXPECT_NE(table.find("38/38/19/5%"), std::string::npos) << table;
+  EXPECT_NE(table.find("100/0/0/0%"), std::string::npos) << table;
+}
+
 TEST(ReportJson, ExactKeySetOfAPolicy) {
   const nlohmann::json j = ToJson({Sample("hourglass", 1.0)});
   std::vector<std::string> keys;
@@ -316,6 +340,7 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
                                          "entitlement_by_level",
                                          "entitlement_delivered",
                                          "events",
+                                         "funded_wait_job_hours_by_size",
                                          "jobs",
                                          "lost_gpu_hours",
                                          "lost_gpu_hours_by_class",

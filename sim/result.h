@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/model.h"
 #include "core/types.h"
+#include "sim/wait_split.h"
 
 namespace hg::sim {
 
@@ -101,6 +103,9 @@ struct SimResult {
   std::vector<BudgetTotals> budgets;  // depth-first order of the tree
   std::vector<SeriesPoint> series;
   Undelivered undelivered;
+  // Funded jobs' waiting time split by what the cluster held meanwhile (sim/wait_split.h), in
+  // job-hours, per requested GPU count.
+  std::map<int32_t, WaitSplit> funded_wait_by_gpus;
   int64_t events = 0;  // events processed
   int64_t cycles = 0;  // policy cycles run
 };
