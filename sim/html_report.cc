@@ -119,6 +119,21 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
            ColumnDef::kWait});
     }
   }
+  // Fragmentation as the largest waiting jobs met it: the job-hours funded jobs of the largest
+  // size any run saw waiting spent with enough idle or unfunded GPUs in total, not where their
+  // shape fits (sim/wait_split.h).
+  size_t largest = kSizeBuckets.size();
+  for (size_t i = kSizeBuckets.size(); i-- > 0 && largest == kSizeBuckets.size();)
+    for (const Measures& m : ms)
+      if (m.funded_wait_split[i].total() > 0) largest = i;
+  if (largest < kSizeBuckets.size()) {
+    cols.push_back({{fmt::format("fragmented_wait_job_hours.{}", kSizeBuckets[largest]),
+                     fmt::format("frag. job-h {}", kSizeBuckets[largest]), Better::kLower},
+                    [largest](const Measures& m) -> std::optional<double> {
+                      return m.funded_wait_split[largest].fragmented;
+                    },
+                    ColumnDef::kHours});
+  }
   cols.push_back({{"never_started", "never started", Better::kLower},
                   [](const Measures& m) -> std::optional<double> {
                     return static_cast<double>(m.wait_all.never_started);

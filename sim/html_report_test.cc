@@ -134,6 +134,18 @@ TEST(CompareTable, TextPutsAStarAfterEachBestValue) {
   EXPECT_EQ(text.rfind("policy ", 0), 0u);
 }
 
+// The fragmentation column is for the largest size some funded job waited in (here 9-64 GPUs,
+// hourglass's 16-GPU jobs): the job-hours spent fragmented, fewer is better.
+TEST(CompareTable, FragmentedWaitOfTheLargestWaitingSize) {
+  const CompareTable t = BuildCompareTable(Sample().runs);
+  const size_t frag = Col(t, "fragmented_wait_job_hours.9-64");
+  EXPECT_EQ(t.columns[frag].label, "frag. job-h 9-64");
+  EXPECT_EQ(t.cells[0][frag], "1.0");
+  EXPECT_EQ(t.cells[1][frag], "0.0");
+  EXPECT_FALSE(t.best[0][frag]);
+  EXPECT_TRUE(t.best[1][frag]);
+}
+
 TEST(CompareReport, PrintsTheMappingWithTheTable) {
   const std::string out = RenderCompareReport(Sample());
   EXPECT_NE(out.find("cluster: 13 nodes <derived>"), std::string::npos);
