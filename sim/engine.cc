@@ -274,7 +274,7 @@ void Engine::AddPending(int32_t j) {
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
   auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
   PendingJob p{&s, s.submit, jobs_[static_cast<size_t>(j)].attempts + 1};
-  if (s.funded()) wait_split_.Add(s.gpus, s.gpus_per_node);
+  if (s.funded()) wait_split_.Add(s.gpus, s.gpus_per_node, s.job_class);
   // Requeued jobs keep their place (their original submission time), so a middle insert
   // happens; compact first so the order can be searched.
   const bool in_order =
@@ -315,7 +315,7 @@ void Engine::RemovePending(int32_t j) {
   }
   p->spec = nullptr;
   p->freed_for = false;
-  if (s.funded()) wait_split_.Remove(s.gpus, s.gpus_per_node);
+  if (s.funded()) wait_split_.Remove(s.gpus, s.gpus_per_node, s.job_class);
   ++holes;
   if (holes * 2 > v.size() + 64) Compact(v, holes);
 }
@@ -400,7 +400,8 @@ void Engine::StartJob(const StartDecision& d) {
   (void)total;
   wait_split_.Invalidate();
   if (auto v = victims_for_.find(j); v != victims_for_.end()) {
-    wait_split_.Await(s.gpus, s.gpus_per_node, -1);  // started before all its victims left
+    wait_split_.Await(s.gpus, s.gpus_per_node, s.job_class,
+                      -1);  // started before all its victims left
     victims_for_.erase(v);
   }
   RemovePending(j);
@@ -444,7 +445,7 @@ void Engine::StopJob(const StopDecision& d) {
     const auto fi = static_cast<size_t>(f->second);
     if (jobs_[fi].state == JobState::kPending && specs_[fi].funded() &&
         victims_for_[f->second]++ == 0)
-      wait_split_.Await(specs_[fi].gpus, specs_[fi].gpus_per_node, +1);
+      wait_split_.Await(specs_[fi].gpus, specs_[fi].gpus_per_node, specs_[fi].job_class, +1);
   }
   if (d.hold_for && d.for_job.value() != 0) {
     const auto f = job_by_id_.find(d.for_job.value());
@@ -547,7 +548,7 @@ void Engine::VictimGone(JobId for_job) {
   const auto v = victims_for_.find(f->second);
   if (v == victims_for_.end() || --v->second > 0) return;
   const JobSpec& s = specs_[static_cast<size_t>(f->second)];
-  wait_split_.Await(s.gpus, s.gpus_per_node, -1);
+  wait_split_.Await(s.gpus, s.gpus_per_node, s.job_class, -1);
   victims_for_.erase(v);
 }
 
@@ -797,9 +798,12 @@ SimResult Engine::Run() {
   for (double* x : {&u.at_capacity_hours, &u.below_capacity_hours, &u.unfunded_alone,
                     &u.unfunded_beside_funded, &u.idle, &u.waiting})
     *x /= 3600.0;
-  for (const auto& [gpus, w] : wait_split_.by_gpus())
-    result_.funded_wait_by_gpus[gpus] = WaitSplit{w.short_of_gpus / 3600.0, w.fragmented / 3600.0,
-                                                  w.placeable / 3600.0, w.victims_leaving / 3600.0};
+  auto hours = [](const WaitSplit& w) {
+    return WaitSplit{w.short_of_gpus / 3600.0, w.fragmented / 3600.0, w.placeable / 3600.0,
+                     w.victims_leaving / 3600.0};
+  };
+  for (const auto& [gpus, w] : wait_split_.by_gpus()) result_.funded_wait_by_gpus[gpus] = hours(w);
+  for (const auto& [cls, w] : wait_split_.by_class()) result_.funded_wait_by_class[cls] = hours(w);
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobRt& rt = jobs_[i];
     JobRecord rec;

@@ -145,6 +145,8 @@ Measures Compute(const SimResult& r) {
     b.placeable += w.placeable;
     b.victims_leaving += w.victims_leaving;
   }
+  for (const auto& [cls, w] : r.funded_wait_by_class)
+    m.funded_wait_split_by_class[ClassKey(cls)] = w;
   for (size_t i = 0; i < by_size.size(); ++i) {
     m.wait_by_size[i] = Summarise(std::move(by_size[i].waits), by_size[i].never_started);
   }
@@ -234,6 +236,14 @@ nlohmann::json WaitJson(const WaitStats& w) {
           {"never_started", w.never_started}};
 }
 
+nlohmann::json SplitJson(const WaitSplit& w) {
+  return {{"job_hours", Num(w.total())},
+          {"short_of_gpus", Num(w.short_of_gpus)},
+          {"fragmented", Num(w.fragmented)},
+          {"placeable", Num(w.placeable)},
+          {"victims_leaving", Num(w.victims_leaving)}};
+}
+
 nlohmann::json PolicyJson(const SimResult& r) {
   const Measures m = Compute(r);
   nlohmann::json p = nlohmann::json::object();
@@ -251,14 +261,12 @@ nlohmann::json PolicyJson(const SimResult& r) {
   p["wait_s_by_size"] = std::move(by_size);
   nlohmann::json split = nlohmann::json::object();
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
-    const WaitSplit& w = m.funded_wait_split[i];
-    split[kSizeBuckets[i]] = {{"job_hours", Num(w.total())},
-                              {"short_of_gpus", Num(w.short_of_gpus)},
-                              {"fragmented", Num(w.fragmented)},
-                              {"placeable", Num(w.placeable)},
-                              {"victims_leaving", Num(w.victims_leaving)}};
+    split[kSizeBuckets[i]] = SplitJson(m.funded_wait_split[i]);
   }
   p["funded_wait_job_hours_by_size"] = std::move(split);
+  nlohmann::json split_class = nlohmann::json::object();
+  for (const auto& [cls, w] : m.funded_wait_split_by_class) split_class[cls] = SplitJson(w);
+  p["funded_wait_job_hours_by_class"] = std::move(split_class);
 
   p["preemptions"] = m.preemptions;
   p["preemptions_by_cause"] = m.preemptions_by_cause;
@@ -482,16 +490,27 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
   }
   // Where the funded jobs' waiting went, per size (sim/wait_split.h): the share of their
   // waiting job-hours spent short of GPUs / fragmented / placeable / with victims leaving.
+  auto shares = [](const WaitSplit& w) {
+    if (!(w.total() > 0)) return std::string("-");
+    auto pct = [&](double x) { return fmt::format("{:.0f}", 100.0 * x / w.total()); };
+    return fmt::format("{}/{}/{}/{}%", pct(w.short_of_gpus), pct(w.fragmented), pct(w.placeable),
+                       pct(w.victims_leaving));
+  };
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
     const std::string label = fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
-    row(label + " funded wait short/frag/place/grace", [&](const Measures& m) {
-      const WaitSplit& w = m.funded_wait_split[i];
-      if (!(w.total() > 0)) return std::string("-");
-      auto pct = [&](double x) { return fmt::format("{:.0f}", 100.0 * x / w.total()); };
-      return fmt::format("{}/{}/{}/{}%", pct(w.short_of_gpus), pct(w.fragmented), pct(w.placeable),
-                         pct(w.victims_leaving));
+    row(label + " funded wait short/frag/place/grace",
+        [&](const Measures& m) { return shares(m.funded_wait_split[i]); });
+  }
+  std::set<std::string> funded_classes;
+  for (const Measures& m : ms)
+    for (const auto& [cls, w] : m.funded_wait_split_by_class) funded_classes.insert(cls);
+  for (const std::string& cls : funded_classes) {
+    row(cls + " funded wait short/frag/place/grace", [&](const Measures& m) {
+      auto it = m.funded_wait_split_by_class.find(cls);
+      return it == m.funded_wait_split_by_class.end() ? std::string("-") : shares(it->second);
     });
   }
+
   row("preemptions", [](const Measures& m) { return std::to_string(m.preemptions); });
   for (StopCause c : kAllCauses) {
     const std::string cause = ToString(c);

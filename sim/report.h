@@ -90,6 +90,7 @@ struct Measures {
   // Funded jobs' waiting job-hours per size bucket, split by what the cluster held meanwhile
   // (sim/wait_split.h): short of GPUs, fragmented, or placeable.
   std::array<WaitSplit, kSizeBuckets.size()> funded_wait_split;
+  std::map<std::string, WaitSplit> funded_wait_split_by_class;  // keyed by ClassKey
 
   int64_t preemptions = 0;
   std::map<std::string, int64_t> preemptions_by_cause;  // every cause, zeros included

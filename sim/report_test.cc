@@ -320,7 +320,13 @@ TEST(ReportJson, FundedWaitSplitIsSummedPerSizeBucket) {
   EXPECT_DOUBLE_EQ(j["2-8"]["fragmented"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(j["257+"]["short_of_gpus"].get<double>(), 10.0);
   EXPECT_DOUBLE_EQ(j["1"]["job_hours"].get<double>(), 0.0);
+  r.funded_wait_by_class["batch"] = WaitSplit{0.0, 3.0, 1.0, 0.0};
+  const nlohmann::json c = ToJson({r})["policies"]["hourglass"]["funded_wait_job_hours_by_class"];
+  EXPECT_DOUBLE_EQ(c["batch"]["job_hours"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(c["batch"]["fragmented"].get<double>(), 3.0);
   const std::string table = RenderTable({r});
+  EXPECT_NE(table.find("batch funded wait short/frag/place/grace"), std::string::npos);
+  EXPECT_NE(table.find("0/75/25/0%"), std::string::npos) << table;
   EXPECT_NE(table.find("2-8 GPUs funded wait short/frag/place/grace"), std::string::npos);
   EXPECT_NE(table.find("38/38/19/5%"), std::string::npos) << table;
   EXPECT_NE(table.find("100/0/0/0%"), std::string::npos) << table;
@@ -340,6 +346,7 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
                                          "entitlement_by_level",
                                          "entitlement_delivered",
                                          "events",
+                                         "funded_wait_job_hours_by_class",
                                          "funded_wait_job_hours_by_size",
                                          "jobs",
                                          "lost_gpu_hours",

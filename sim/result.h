@@ -106,8 +106,9 @@ struct SimResult {
   // Funded jobs' waiting time split by what the cluster held meanwhile (sim/wait_split.h), in
   // job-hours, per requested GPU count.
   std::map<int32_t, WaitSplit> funded_wait_by_gpus;
-  int64_t events = 0;  // events processed
-  int64_t cycles = 0;  // policy cycles run
+  std::map<std::string, WaitSplit> funded_wait_by_class;  // the same, per job class
+  int64_t events = 0;                                     // events processed
+  int64_t cycles = 0;                                     // policy cycles run
 };
 
 }  // namespace hg::sim

@@ -32,32 +32,44 @@ WaitRoom RoomIndex::Classify(const Shape& shape) const {
   return fits ? WaitRoom::kPlaceable : WaitRoom::kFragmented;
 }
 
-void WaitSplitTracker::Add(Gpus gpus, Gpus gpus_per_node) {
-  Entry& e = requests_[{gpus.value(), gpus_per_node.value()}];
+void WaitSplitTracker::Add(Gpus gpus, Gpus gpus_per_node, const std::string& job_class) {
+  auto [it, inserted] = requests_.try_emplace(Key{gpus.value(), gpus_per_node.value(), job_class});
+  Entry& e = it->second;
+  if (inserted) {
+    e.by_gpus = &by_gpus_[gpus.value()];
+    e.by_class = &by_class_[job_class];
+  }
   if (e.count++ == 0) stale_ = true;  // a request not classified since the last change
   ++waiting_;
 }
 
-void WaitSplitTracker::Remove(Gpus gpus, Gpus gpus_per_node) {
-  auto it = requests_.find({gpus.value(), gpus_per_node.value()});
-  assert(it != requests_.end() && it->second.count > it->second.awaiting);
-  if (it == requests_.end() || it->second.count == 0) return;
-  --it->second.count;
+WaitSplitTracker::Entry* WaitSplitTracker::Find(Gpus gpus, Gpus gpus_per_node,
+                                                const std::string& job_class) {
+  auto it = requests_.find(Key{gpus.value(), gpus_per_node.value(), job_class});
+  assert(it != requests_.end());
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+void WaitSplitTracker::Remove(Gpus gpus, Gpus gpus_per_node, const std::string& job_class) {
+  Entry* e = Find(gpus, gpus_per_node, job_class);
+  assert(e != nullptr && e->count > e->awaiting);
+  if (e == nullptr || e->count == 0) return;
+  --e->count;
   --waiting_;
 }
 
-void WaitSplitTracker::Await(Gpus gpus, Gpus gpus_per_node, int delta) {
-  auto it = requests_.find({gpus.value(), gpus_per_node.value()});
-  assert(it != requests_.end());
-  if (it == requests_.end()) return;
-  it->second.awaiting += delta;
-  assert(it->second.awaiting >= 0 && it->second.awaiting <= it->second.count);
+void WaitSplitTracker::Await(Gpus gpus, Gpus gpus_per_node, const std::string& job_class,
+                             int delta) {
+  Entry* e = Find(gpus, gpus_per_node, job_class);
+  if (e == nullptr) return;
+  e->awaiting += delta;
+  assert(e->awaiting >= 0 && e->awaiting <= e->count);
 }
 
 void WaitSplitTracker::Reclassify(const RoomIndex& room) {
   for (auto& [key, e] : requests_) {
     if (e.count == 0) continue;
-    e.room = room.Classify(ShapeFor(Gpus(key.first), Gpus(key.second), max_node_gpus_));
+    e.room = room.Classify(ShapeFor(Gpus(key.gpus), Gpus(key.per_node), max_node_gpus_));
   }
   stale_ = false;
 }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -47,15 +48,16 @@ class RoomIndex {
   int64_t total_ = 0;
 };
 
-// Counts the funded jobs waiting per request, and adds up their waiting time by WaitRoom.
+// Counts the funded jobs waiting per request and class, and adds up their waiting time by
+// WaitRoom, per requested GPU count and per class.
 class WaitSplitTracker {
  public:
   explicit WaitSplitTracker(int32_t max_node_gpus) : max_node_gpus_(max_node_gpus) {}
 
-  void Add(Gpus gpus, Gpus gpus_per_node);
-  void Remove(Gpus gpus, Gpus gpus_per_node);
+  void Add(Gpus gpus, Gpus gpus_per_node, const std::string& job_class);
+  void Remove(Gpus gpus, Gpus gpus_per_node, const std::string& job_class);
   // A counted job starts (+1) or stops (-1) waiting for victims stopped for it to leave.
-  void Await(Gpus gpus, Gpus gpus_per_node, int delta);
+  void Await(Gpus gpus, Gpus gpus_per_node, const std::string& job_class, int delta);
   // The cluster changed: the next Accumulate classifies every waiting request anew.
   void Invalidate() { stale_ = true; }
   // Adds `seconds` of waiting for every job counted now. `avail()` returns the argument of
@@ -66,28 +68,41 @@ class WaitSplitTracker {
     if (stale_) Reclassify(RoomIndex(avail()));
     for (auto& [key, e] : requests_) {
       if (e.count == 0) continue;
-      WaitSplit& w = by_gpus_[key.first];
       const double t = seconds * static_cast<double>(e.count - e.awaiting);
-      (e.room == WaitRoom::kShort        ? w.short_of_gpus
-       : e.room == WaitRoom::kFragmented ? w.fragmented
-                                         : w.placeable) += t;
-      w.victims_leaving += seconds * static_cast<double>(e.awaiting);
+      const double grace = seconds * static_cast<double>(e.awaiting);
+      for (WaitSplit* w : {e.by_gpus, e.by_class}) {
+        (e.room == WaitRoom::kShort        ? w->short_of_gpus
+         : e.room == WaitRoom::kFragmented ? w->fragmented
+                                           : w->placeable) += t;
+        w->victims_leaving += grace;
+      }
     }
   }
-  // Job-seconds per requested GPU count, for every count that ever waited.
+  // Job-seconds per requested GPU count and per class, for every one that ever had a job waiting.
   const std::map<int32_t, WaitSplit>& by_gpus() const { return by_gpus_; }
+  const std::map<std::string, WaitSplit>& by_class() const { return by_class_; }
 
  private:
+  struct Key {
+    int32_t gpus = 0;
+    int32_t per_node = 0;
+    std::string job_class;
+    friend auto operator<=>(const Key&, const Key&) = default;
+  };
   struct Entry {
     int64_t count = 0;
     int64_t awaiting = 0;  // of count: waiting for victims to leave
     WaitRoom room = WaitRoom::kShort;
+    WaitSplit* by_gpus = nullptr;  // the totals this request adds to (map nodes do not move)
+    WaitSplit* by_class = nullptr;
   };
   void Reclassify(const RoomIndex& room);
+  Entry* Find(Gpus gpus, Gpus gpus_per_node, const std::string& job_class);
 
   int32_t max_node_gpus_;
-  std::map<std::pair<int32_t, int32_t>, Entry> requests_;  // (gpus, gpus_per_node)
+  std::map<Key, Entry> requests_;
   std::map<int32_t, WaitSplit> by_gpus_;
+  std::map<std::string, WaitSplit> by_class_;
   int64_t waiting_ = 0;
   bool stale_ = true;
 };

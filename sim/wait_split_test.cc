@@ -73,7 +73,13 @@ TEST(WaitSplit, FragmentedWhileEnoughGpusAreFreeApartShortWhileTooFewAre) {
   const WaitSplit& ten = SplitOf(r, 10);
   EXPECT_DOUBLE_EQ(ten.short_of_gpus, 4200.0 / 3600.0);
   EXPECT_DOUBLE_EQ(ten.fragmented + ten.placeable + ten.victims_leaving, 0.0);
-  EXPECT_EQ(r.funded_wait_by_gpus.count(5), 0u);  // jobs 1 and 2 started at once
+  EXPECT_DOUBLE_EQ(SplitOf(r, 5).total(), 0.0);  // jobs 1 and 2 started at once
+  // All four are batch jobs: per class, the same parts summed.
+  ASSERT_EQ(r.funded_wait_by_class.size(), 1u);
+  const WaitSplit& batch = r.funded_wait_by_class.at("batch");
+  EXPECT_DOUBLE_EQ(batch.fragmented, 1.0);
+  EXPECT_DOUBLE_EQ(batch.short_of_gpus, 4200.0 / 3600.0);
+  EXPECT_DOUBLE_EQ(batch.placeable + batch.victims_leaving, 0.0);
 }
 
 // An unfunded job holds the node; a funded one arrives at 600 s and stops it. While the victim
@@ -134,6 +140,9 @@ TEST(WaitSplit, PartsAddUpToTheFundedJobsWaits_GeneratedScenarios) {
         for (Seconds w : j.waits) waited += static_cast<double>(w.value()) / 3600.0;
       }
       double split = 0;
+      double by_class = 0;
+      for (const auto& [cls, w] : r.funded_wait_by_class) by_class += w.total();
+      EXPECT_NEAR(by_class, waited, 1e-9) << policy << " seed " << seed;
       for (const auto& [gpus, w] : r.funded_wait_by_gpus) {
         split += w.total();
         reached.short_of_gpus += w.short_of_gpus;
