@@ -47,6 +47,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "Seconds of a debug job's run during which it is not stopped for fair share "
                   "(0: off; at most the min_runtime cap)")
       ->capture_default_str();
+  app->add_option("--session-headroom", flags->session_headroom,
+                  "Sessions (funded jobs with a lease) may start on the GPUs kept free for debug "
+                  "jobs (true/false)")
+      ->capture_default_str();
 }
 
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
@@ -85,6 +89,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.wait_for_spare = flags.wait_for_spare;
   config.leases = flags.leases;
   config.quick_protect = Seconds(flags.quick_protect);
+  config.sessions_use_headroom = flags.session_headroom;
   return config;
 }
 
@@ -103,7 +108,8 @@ std::string Describe(const PolicyConfig& c) {
     << ", preempt below " << c.preempt_below << ", debug jobs first "
     << (c.quick_first ? "on" : "off") << ", wait for spare GPUs "
     << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
-    << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s";
+    << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s"
+    << ", sessions on the headroom " << (c.sessions_use_headroom ? "on" : "off");
   return o.str();
 }
 

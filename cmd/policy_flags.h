@@ -24,6 +24,7 @@ struct PolicyFlags {
   bool wait_for_spare = DeployedConfig().wait_for_spare;
   bool leases = DeployedConfig().leases;
   int64_t quick_protect = DeployedConfig().quick_protect.value();
+  bool session_headroom = DeployedConfig().sessions_use_headroom;
 };
 
 void AddPolicyFlags(CLI::App* app, PolicyFlags* flags);

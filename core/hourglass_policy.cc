@@ -36,6 +36,8 @@ struct Queued {
   BudgetId budget{0};
   int priority = 0;
   bool quick = false;
+  // May start on the headroom: quick, or a session when PolicyConfig::sessions_use_headroom.
+  bool headroom = false;
 };
 using LeafQueues = std::vector<std::vector<Queued>>;
 
@@ -133,6 +135,11 @@ class Cycle {
     const std::string& q = cfg_.quick_class;
     return c.size() == q.size() && (q.empty() || c[0] == q[0]) && c == q;
   }
+  // A session (a funded job with a lease) that may start on the headroom like a quick job.
+  bool SessionOnHeadroom(const JobSpec& j) const {
+    return cfg_.sessions_use_headroom && j.lease.value() > 0 && j.funded();
+  }
+  bool UsesHeadroom(const JobSpec& j) const { return IsQuick(j) || SessionOnHeadroom(j); }
   void Note(const PendingJob& p, Reason r, Seconds eta = kNever) {
     if (s_.explain) out_.pending.push_back(PendingNote{p.spec->id, r, eta});
   }
@@ -167,8 +174,9 @@ class Cycle {
   // Every pending funded job as the walk sees it, in the snapshot's order: read from the specs
   // in one pass in Setup, as the queue may be tens of thousands long and each spec a cache miss.
   std::vector<Queued> queued_;
-  int64_t required_free_ = 0;  // headroom still owed to quick jobs
-  int64_t quick_left_ = 0;     // pending quick jobs the walk has not reached yet
+  int64_t required_free_ = 0;    // headroom still owed to quick jobs
+  int64_t headroom_left_ = 0;    // pending jobs that may use the headroom, not reached yet
+  int64_t quick_unstarted_ = 0;  // pending quick jobs not started in this cycle (yet)
   Seconds reservation_due_ = kNever;
   int reservations_ = 0;
   int preempt_attempts_ = 0;
@@ -214,13 +222,15 @@ void Cycle::Setup() {
   for (const PendingJob& p : s_.pending_funded) {
     if (!p.spec) continue;
     const JobSpec& j = *p.spec;
-    queued_.push_back(
-        Queued{&p, cs_.ShapeOf(j.gpus, j.gpus_per_node), j.budget, j.priority, IsQuick(j)});
+    const bool quick = IsQuick(j);
+    queued_.push_back(Queued{&p, cs_.ShapeOf(j.gpus, j.gpus_per_node), j.budget, j.priority, quick,
+                             quick || SessionOnHeadroom(j)});
     demand[Ix(j.budget)] += j.gpus.value();
-    if (queued_.back().quick) {
+    if (quick) {
       quick_waiting += j.gpus.value();
-      ++quick_left_;
+      ++quick_unstarted_;
     }
+    if (queued_.back().headroom) ++headroom_left_;
     if (waiting_on_victims_.empty() || !waiting_on_victims_.count(p.spec->id.value())) continue;
     // GPUs being freed for a job are counted as its budget's already.
     alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
@@ -316,14 +326,22 @@ bool Cycle::MayUseReserved(const JobSpec& j) const {
 
 bool Cycle::HeadroomAllows(const JobSpec& j) const {
   // The arithmetic first: it settles most calls without comparing class names.
-  return cs_.total_free() - j.gpus.value() >= required_free_ || IsQuick(j);
+  const int64_t left = cs_.total_free() - j.gpus.value();
+  if (left >= required_free_ || IsQuick(j)) return true;
+  // A session takes what the debug jobs do not need now: none waits, and the room for the next
+  // one (the quiet headroom) stays free. Sessions hold their GPUs for hours; debug bursts come
+  // first.
+  return SessionOnHeadroom(j) && quick_unstarted_ == 0 &&
+         left >= std::max(0, cfg_.quick_headroom_quiet);
 }
 
 void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
   cs_.Take(slices, p.spec->funded());
   if (p.spec->funded()) AddAlloc(p.spec->budget, p.spec->gpus.value());
-  if (IsQuick(*p.spec))
+  if (IsQuick(*p.spec)) {
     required_free_ = std::max<int64_t>(0, required_free_ - p.spec->gpus.value());
+    --quick_unstarted_;
+  }
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
 }
 
@@ -501,7 +519,9 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
     return false;
   }
   FailureCache& fc = failed_[Ix(j.budget)];
-  if (!fc.Known(shape)) {
+  // A session on the headroom may start where a job of its shape (long work, behind the leaf's
+  // quick jobs) failed; when it fails, so would that job, so the cache still learns from it.
+  if (!fc.Known(shape) || (SessionOnHeadroom(j) && !IsQuick(j))) {
     if (TryFree(p, shape, true)) return true;
     if (TryPreempt(p, shape)) return true;
     // The headroom is there so debug jobs need not wait for a victim's grace period. A large top
@@ -555,7 +575,7 @@ std::vector<JobId> Cycle::PlaceFreedFor() {
                  ReasonCode::kStartAfterPreempt))
       continue;
     placed.push_back(j.id);
-    if (IsQuick(j)) --quick_left_;
+    if (UsesHeadroom(j)) --headroom_left_;
   }
   std::sort(placed.begin(), placed.end());
   return placed;
@@ -653,8 +673,10 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
       size_t& cur = cursor[Ix(b)];
       int64_t skipped = 0;
       bool done = false;
-      while (skipped < left[Ix(b)] && failed_[Ix(b)].Known(lq[cur].shape)) {
-        if (lq[cur].quick) --quick_left_;
+      // Not a session that may use the headroom: a job of its shape failed without it.
+      while (skipped < left[Ix(b)] && failed_[Ix(b)].Known(lq[cur].shape) &&
+             lq[cur].headroom == lq[cur].quick) {
+        if (lq[cur].headroom) --headroom_left_;
         ++cur;
         ++skipped;
         if (NothingMoreCanStart()) {
@@ -673,7 +695,7 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
     const PendingJob& p = *q.p;
     taken(1);
     const int64_t moves = alloc_moves_;
-    if (q.quick) --quick_left_;
+    if (q.headroom) --headroom_left_;
     // A leaf's quick jobs come first, so every job after a held one is long work.
     if (const JobSpec* large = held_by[Ix(b)]) {
       Note(p, Reason{ReasonCode::kWaitLargeJob, large->id, b, large->gpus.value(), 0});
@@ -691,7 +713,7 @@ bool Cycle::NothingMoreCanStart() const {
   if (cs_.total_free() == 0) return true;
   // Only the debug headroom is free: long work may not take it, no debug job is left to reach,
   // and the one job that could take it anyway (the reservation's) has been chosen.
-  return quick_left_ == 0 && reservations_ >= cfg_.max_reservations &&
+  return headroom_left_ == 0 && reservations_ >= cfg_.max_reservations &&
          cs_.total_free() <= required_free_;
 }
 

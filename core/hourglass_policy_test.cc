@@ -645,6 +645,38 @@ TEST(HourglassPolicy, QuickJobsUseTheHeadroomAndRunningOnesCountForIt) {
   }
 }
 
+// A session (a funded job with a lease) may start on the headroom's GPUs like a debug job when
+// sessions_use_headroom is on; the same request without a lease may not, and with the option
+// off neither may. 8 of 16 GPUs are free, 4 kept for quick jobs, and a 4-GPU batch job already
+// takes the 4 above the headroom; the other node's job is protected, and no reservation is made.
+TEST(HourglassPolicy, SessionsUseTheHeadroomWhenAllowed) {
+  for (const bool allowed : {false, true}) {
+    PolicyConfig cfg;
+    cfg.quick_headroom = 0.25;
+    cfg.max_reservations = 0;
+    cfg.sessions_use_headroom = allowed;
+    World w({Top("a")});
+    const NodeId n0 = w.AddNode();
+    w.AddNode();
+    w.Run(w.NewJob(8, "a", Hours(8)), Seconds(0), {{n0, Gpus(8)}});
+    const JobSpec& batch = w.NewJob(4, "a");
+    JobSpec& session = w.NewJob(4, "a", Minutes(10), "interactive");
+    session.lease = Minutes(30);
+    session.max_runtime = Hours(4);
+    const JobSpec& plain = w.NewJob(4, "a", Minutes(10), "interactive");  // no lease
+    w.Pend(batch, Seconds(1));
+    w.Pend(plain, Seconds(2));
+    w.Pend(session, Seconds(3));
+    const Decisions d = w.Cycle(Seconds(10), true, cfg);
+    EXPECT_NE(StartOf(d, batch.id), nullptr);
+    EXPECT_EQ(StartOf(d, plain.id), nullptr);
+    EXPECT_EQ(StartOf(d, session.id) != nullptr, allowed);
+    const PendingNote* note = NoteFor(d, plain.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, ReasonCode::kWaitHeadroom);
+  }
+}
+
 // With no debug job running or waiting, the headroom shrinks to quick_headroom_quiet GPUs. 12 of
 // 16 GPUs are free, 4 kept for quick jobs, and unfunded jobs of 4, 4 and 2 GPUs wait: the 2-GPU
 // one would eat into the headroom unless it shrank. A waiting debug job (1 GPU, funded, so placed

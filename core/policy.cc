@@ -18,6 +18,7 @@ PolicyConfig DeployedConfig() {
   PolicyConfig c;
   c.quick_headroom = 0.015;
   c.quick_headroom_quiet = 2;  // a debug job has 1 or 2 GPUs in lab-month, 1 in Philly
+  c.sessions_use_headroom = true;
   return c;
 }
 
