@@ -711,8 +711,9 @@ void Cycle::Walk(const LeafQueues& queue, std::vector<int64_t>& left, std::vecto
 bool Cycle::NothingMoreCanStart() const {
   if (preempt_attempts_ < max_plans_) return false;
   if (cs_.total_free() == 0) return true;
-  // Only the debug headroom is free: long work may not take it, no debug job is left to reach,
-  // and the one job that could take it anyway (the reservation's) has been chosen.
+  // Only the debug headroom is free: long work may not take it, no debug job or session that may
+  // is left to reach, and the one job that could take it anyway (the reservation's) has been
+  // chosen.
   return headroom_left_ == 0 && reservations_ >= cfg_.max_reservations &&
          cs_.total_free() <= required_free_;
 }

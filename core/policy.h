@@ -50,9 +50,10 @@ struct PolicyConfig {
   // Sessions (funded jobs with a lease: a notebook or a shell, a user at the terminal) may start
   // on the headroom's GPUs too. They are bounded like every session (at most session_max_gpus,
   // max_runtime at most session_cap), so a gang cannot take the headroom by asking for a lease.
-  // On lab-month seeds 1-12 (docs/open-work.md) it took the interactive p90 wait from 15-43 min
-  // to 2-3.4 min with the debug p90 at 9 s on every seed and entitlement +0.28 points (standard
-  // error 0.22). Off here; DeployedConfig() turns it on.
+  // A session takes headroom GPUs only while no debug job waits and the quiet headroom stays
+  // free. On lab-month seeds 1-12 (README, "Sessions start in seconds") it took the interactive
+  // p90 wait from 15-43 min to 2.1-3.7 min with the debug p90 at 9 s on every seed and
+  // entitlement +0.36 points (standard error 0.26). Off here; DeployedConfig() turns it on.
   bool sessions_use_headroom = false;
   int max_reservations = 1;  // how many blocked jobs may hold a reservation at once
   // 0: off. Otherwise a budget's job of at least this many GPUs that can neither start, preempt

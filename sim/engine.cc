@@ -400,8 +400,8 @@ void Engine::StartJob(const StartDecision& d) {
   (void)total;
   wait_split_.Invalidate();
   if (auto v = victims_for_.find(j); v != victims_for_.end()) {
-    wait_split_.Await(s.gpus, s.gpus_per_node, s.job_class,
-                      -1);  // started before all its victims left
+    // Started before all its victims left: the rest leave for no one waiting.
+    wait_split_.Await(s.gpus, s.gpus_per_node, s.job_class, -1);
     victims_for_.erase(v);
   }
   RemovePending(j);
