@@ -798,12 +798,10 @@ SimResult Engine::Run() {
   for (double* x : {&u.at_capacity_hours, &u.below_capacity_hours, &u.unfunded_alone,
                     &u.unfunded_beside_funded, &u.idle, &u.waiting})
     *x /= 3600.0;
-  auto hours = [](const WaitSplit& w) {
-    return WaitSplit{w.short_of_gpus / 3600.0, w.fragmented / 3600.0, w.placeable / 3600.0,
-                     w.victims_leaving / 3600.0};
-  };
-  for (const auto& [gpus, w] : wait_split_.by_gpus()) result_.funded_wait_by_gpus[gpus] = hours(w);
-  for (const auto& [cls, w] : wait_split_.by_class()) result_.funded_wait_by_class[cls] = hours(w);
+  for (const auto& [gpus, w] : wait_split_.by_gpus())
+    result_.funded_wait_by_gpus[gpus] = w.Scaled(1.0 / 3600.0);
+  for (const auto& [cls, w] : wait_split_.by_class())
+    result_.funded_wait_by_class[cls] = w.Scaled(1.0 / 3600.0);
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobRt& rt = jobs_[i];
     JobRecord rec;

@@ -306,20 +306,20 @@ ChartData MakeCharts(const std::vector<SimResult>& runs) {
     for (const JobRecord& j : r.jobs)
       if (!j.waits.empty()) classes.insert(ClassKey(j.job_class));
   }
-  std::vector<Measures> ms;
-  for (const SimResult& r : runs) ms.push_back(Compute(r));
+  std::vector<std::array<WaitSplit, kSizeBuckets.size()>> split;
+  for (const SimResult& r : runs) split.push_back(FundedWaitBySize(r));
   std::vector<size_t> sizes;
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
     bool waited = false;
-    for (const Measures& m : ms) waited = waited || m.funded_wait_split[i].total() > 0;
+    for (const auto& s : split) waited = waited || s[i].total() > 0;
     if (!waited) continue;
     sizes.push_back(i);
-    d.wait_sizes.push_back(fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s"));
+    d.wait_sizes.push_back(SizeLabel(i));
   }
-  for (const Measures& m : ms) {
+  for (const auto& s : split) {
     std::vector<double> room, fragment;
     for (size_t i : sizes) {
-      const WaitSplit& w = m.funded_wait_split[i];
+      const WaitSplit& w = s[i];
       const double total = w.total();
       room.push_back(total > 0 ? (total - w.short_of_gpus) / total : 0.0);
       fragment.push_back(total > 0 ? w.fragmented / total : 0.0);

@@ -65,6 +65,16 @@ size_t SizeBucket(int32_t gpus) {
   return 4;
 }
 
+std::string SizeLabel(size_t i) {
+  return fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
+}
+
+std::array<WaitSplit, kSizeBuckets.size()> FundedWaitBySize(const SimResult& r) {
+  std::array<WaitSplit, kSizeBuckets.size()> by_size{};
+  for (const auto& [gpus, w] : r.funded_wait_by_gpus) by_size[SizeBucket(gpus)] += w;
+  return by_size;
+}
+
 std::optional<int64_t> Percentile(const std::vector<int64_t>& sorted, int percent) {
   assert(percent >= 1 && percent <= 100);
   assert(std::is_sorted(sorted.begin(), sorted.end()));
@@ -138,13 +148,7 @@ Measures Compute(const SimResult& r) {
   }
   for (auto& [cls, s] : by_class)
     m.wait_by_class[cls] = Summarise(std::move(s.waits), s.never_started);
-  for (const auto& [gpus, w] : r.funded_wait_by_gpus) {
-    WaitSplit& b = m.funded_wait_split[SizeBucket(gpus)];
-    b.short_of_gpus += w.short_of_gpus;
-    b.fragmented += w.fragmented;
-    b.placeable += w.placeable;
-    b.victims_leaving += w.victims_leaving;
-  }
+  m.funded_wait_split = FundedWaitBySize(r);
   for (const auto& [cls, w] : r.funded_wait_by_class)
     m.funded_wait_split_by_class[ClassKey(cls)] = w;
   for (size_t i = 0; i < by_size.size(); ++i) {
@@ -485,7 +489,7 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
   }
   wait_rows("all", [](const Measures& m) -> const WaitStats& { return m.wait_all; });
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
-    const std::string label = fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
+    const std::string label = SizeLabel(i);
     row(label + " wait p90", [&](const Measures& m) { return Duration(m.wait_by_size[i].p90); });
   }
   // Where the funded jobs' waiting went, per size (sim/wait_split.h): the share of their
@@ -497,7 +501,7 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
                        pct(w.victims_leaving));
   };
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
-    const std::string label = fmt::format("{} GPU{}", kSizeBuckets[i], i == 0 ? "" : "s");
+    const std::string label = SizeLabel(i);
     row(label + " funded wait short/frag/place/grace",
         [&](const Measures& m) { return shares(m.funded_wait_split[i]); });
   }

@@ -36,6 +36,12 @@ inline constexpr std::array<const char*, 5> kSizeBuckets = {"1", "2-8", "9-64", 
 // Index into kSizeBuckets for a job of `gpus` GPUs.
 size_t SizeBucket(int32_t gpus);
 
+// "1 GPU", "2-8 GPUs", ...: bucket i as the table and the charts name it.
+std::string SizeLabel(size_t i);
+
+// The run's funded wait split (SimResult::funded_wait_by_gpus) summed per size bucket.
+std::array<WaitSplit, kSizeBuckets.size()> FundedWaitBySize(const SimResult& r);
+
 // Policy names made unique in run order: "a", "a#2", ... (a later run must not overwrite an
 // earlier one of the same name). The table, the JSON and the HTML report all use these names.
 std::vector<std::string> UniqueNames(const std::vector<SimResult>& runs);

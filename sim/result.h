@@ -8,7 +8,6 @@
 
 #include "core/model.h"
 #include "core/types.h"
-#include "sim/wait_split.h"
 
 namespace hg::sim {
 
@@ -87,6 +86,25 @@ struct Undelivered {
   double idle = 0;                    // at capacity: free GPUs of ready nodes
   double waiting = 0;                 // below capacity: GPUs of funded jobs that waited
   double total() const { return unfunded_alone + unfunded_beside_funded + idle + waiting; }
+};
+
+// A funded wait split (sim/wait_split.h): waiting time by what the cluster held meanwhile.
+struct WaitSplit {
+  double short_of_gpus = 0;  // job-seconds (job-hours in SimResult)
+  double fragmented = 0;
+  double placeable = 0;
+  double victims_leaving = 0;
+  double total() const { return short_of_gpus + fragmented + placeable + victims_leaving; }
+  WaitSplit& operator+=(const WaitSplit& o) {
+    short_of_gpus += o.short_of_gpus;
+    fragmented += o.fragmented;
+    placeable += o.placeable;
+    victims_leaving += o.victims_leaving;
+    return *this;
+  }
+  WaitSplit Scaled(double f) const {
+    return WaitSplit{short_of_gpus * f, fragmented * f, placeable * f, victims_leaving * f};
+  }
 };
 
 struct SimResult {

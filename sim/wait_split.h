@@ -22,16 +22,9 @@
 #include <vector>
 
 #include "core/cluster_state.h"
+#include "sim/result.h"
 
 namespace hg::sim {
-
-struct WaitSplit {
-  double short_of_gpus = 0;  // job-seconds (job-hours in SimResult)
-  double fragmented = 0;
-  double placeable = 0;
-  double victims_leaving = 0;
-  double total() const { return short_of_gpus + fragmented + placeable + victims_leaving; }
-};
 
 enum class WaitRoom { kShort, kFragmented, kPlaceable };
 

@@ -145,10 +145,7 @@ TEST(WaitSplit, PartsAddUpToTheFundedJobsWaits_GeneratedScenarios) {
       EXPECT_NEAR(by_class, waited, 1e-9) << policy << " seed " << seed;
       for (const auto& [gpus, w] : r.funded_wait_by_gpus) {
         split += w.total();
-        reached.short_of_gpus += w.short_of_gpus;
-        reached.fragmented += w.fragmented;
-        reached.placeable += w.placeable;
-        reached.victims_leaving += w.victims_leaving;
+        reached += w;
       }
       EXPECT_NEAR(split, waited, 1e-9) << policy << " seed " << seed;
     }
