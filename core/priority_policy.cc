@@ -21,20 +21,43 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
 
-  // One bucket per tier, each first come, first served, without sorting the whole queue.
-  std::vector<const PendingJob*> by_tier[3];
-  MergedQueue merged(snap.pending_funded, snap.pending_unfunded);
-  while (const PendingJob* next = merged.Next())
-    by_tier[2 - std::clamp(next->spec->tier, 0, 2)].push_back(next);
-  std::vector<const PendingJob*> queue;
-  queue.reserve(by_tier[0].size() + by_tier[1].size() + by_tier[2].size());
-  for (const auto& t : by_tier) queue.insert(queue.end(), t.begin(), t.end());
+  // Tiers 2 and 1 in buckets, each first come, first served; tier 0, usually the long tail of
+  // the queue (tens of thousands of sweeps), is walked in place afterwards: on a full cluster
+  // its first job ends the cycle, and copying it into a bucket was most of the cycle's time.
+  std::vector<const PendingJob*> upper[2];  // tier 2, tier 1
+  {
+    MergedQueue merged(snap.pending_funded, snap.pending_unfunded);
+    while (const PendingJob* next = merged.Next())
+      if (const int t = std::clamp(next->spec->tier, 0, 2); t > 0) upper[2 - t].push_back(next);
+  }
+  // Per tier t, per node: GPUs of running jobs below tier t (those a tier-t job may preempt).
+  // Preemption planning skips a node where even all of them leaving would not make room.
+  std::vector<int32_t> below[3];
+  for (int t = 1; t <= 2; ++t) below[t].assign(snap.nodes.size(), 0);
+  for (size_t i = 0; i < snap.running.size(); ++i) {
+    if (stopping[i]) continue;
+    const RunningJob& r = snap.running[i];
+    for (int t = 1; t <= 2; ++t)
+      if (r.spec->tier < t)
+        for (const Slice& sl : r.placement)
+          below[t][static_cast<size_t>(sl.node.value())] += sl.gpus.value();
+  }
   // Smallest single-node request that failed, per tier, to skip the rest of a full queue fast.
   int32_t failed_single[3] = {std::numeric_limits<int32_t>::max(),
                               std::numeric_limits<int32_t>::max(),
                               std::numeric_limits<int32_t>::max()};
   int attempts = 0;
-  for (const PendingJob* p : queue) {
+  MergedQueue lowest(snap.pending_funded, snap.pending_unfunded);
+  size_t next_upper[2] = {0, 0};
+  // The queue in (tier, queued_since, id) order.
+  auto next_job = [&]() -> const PendingJob* {
+    for (int u = 0; u < 2; ++u)
+      if (next_upper[u] < upper[u].size()) return upper[u][next_upper[u]++];
+    while (const PendingJob* p = lowest.Next())
+      if (std::clamp(p->spec->tier, 0, 2) == 0) return p;
+    return nullptr;
+  };
+  while (const PendingJob* p = next_job()) {
     const JobSpec& j = *p->spec;
     auto note = [&](ReasonCode c, Seconds eta = kNever) {
       if (snap.explain)
@@ -65,7 +88,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
     if (tier > 0 && ++attempts <= 64) {
       auto eligible = [&](size_t i) { return snap.running[i].spec->tier < tier; };
       auto plan = PlanPreemption(shape, j.gpus, cs, snap.running, on_node, stopping, eligible,
-                                 snap.now, true);
+                                 snap.now, true, below[tier]);
       if (plan && !plan->victims.empty()) {
         for (size_t v : plan->victims) {
           const RunningJob& r = snap.running[v];

@@ -272,24 +272,19 @@ int64_t Engine::AloneOf(size_t n) const {
 void Engine::AddPending(int32_t j) {
   const JobSpec& s = specs_[static_cast<size_t>(j)];
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
-  auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
   PendingJob p{&s, s.submit, jobs_[static_cast<size_t>(j)].attempts + 1};
   if (s.funded()) wait_split_.Add(s.gpus, s.gpus_per_node, s.job_class);
   // Requeued jobs keep their place (their original submission time), so a middle insert
-  // happens; compact first so the order can be searched.
-  const bool in_order =
-      v.empty() || v.back().queued_since < p.queued_since ||
-      (v.back().queued_since == p.queued_since && v.back().spec && v.back().spec->id < s.id);
-  if (!in_order) {
-    Compact(v, holes);
-    auto it = std::upper_bound(v.begin(), v.end(), p, [](const PendingJob& a, const PendingJob& b) {
-      return a.queued_since != b.queued_since ? a.queued_since < b.queued_since
-                                              : a.spec->id < b.spec->id;
-    });
-    v.insert(it, p);
-  } else {
-    v.push_back(p);
-  }
+  // happens. Holes keep their queued_since, so the search by time stays valid without
+  // compacting tens of thousands of entries for every requeue; among equal times, the job goes
+  // before the first live entry with a larger id (holes there are skipped by every reader).
+  auto first_after =
+      std::upper_bound(v.begin(), v.end(), p.queued_since,
+                       [](Seconds t, const PendingJob& a) { return t < a.queued_since; });
+  auto it = std::lower_bound(v.begin(), first_after, p.queued_since,
+                             [](const PendingJob& a, Seconds t) { return a.queued_since < t; });
+  while (it != first_after && (!it->spec || it->spec->id < s.id)) ++it;
+  v.insert(it, p);
 }
 
 PendingJob* Engine::FindPending(int32_t j) {

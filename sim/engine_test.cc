@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/policy.h"
+#include "sim/lab_month.h"
 #include "sim/test_job.h"
 
 namespace hg::sim {
@@ -246,6 +247,57 @@ TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLe
 
 // The reader leaves a lease's bounds to the policy, as it leaves min_runtime's cap: the run
 // refuses the job with its line and the field ValidateJob names.
+// Wraps a real policy and checks what every cycle is given: each pending list in (queued_since,
+// id) order over its live entries, whatever holes (started jobs) lie between them. Requeued jobs
+// keep their original submission time, so the engine inserts them mid-list among holes.
+class OrderCheckingPolicy : public Policy {
+ public:
+  explicit OrderCheckingPolicy(std::unique_ptr<Policy> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  Decisions Cycle(const Snapshot& snap) const override {
+    Check(snap.pending_funded);
+    Check(snap.pending_unfunded);
+    return inner_->Cycle(snap);
+  }
+  mutable int64_t out_of_order = 0;
+  // Cycles in which a requeued job sat before a later submission with a hole in the same list.
+  mutable int64_t requeued_among_holes = 0;
+
+ private:
+  void Check(std::span<const PendingJob> v) const {
+    const PendingJob* prev = nullptr;
+    bool holes = false, requeued_mid = false;
+    for (const PendingJob& p : v) {
+      if (!p.spec) {
+        holes = true;
+        continue;
+      }
+      if (prev && (prev->queued_since > p.queued_since ||
+                   (prev->queued_since == p.queued_since && !(prev->spec->id < p.spec->id))))
+        ++out_of_order;
+      if (prev && prev->attempt > 1 && prev->queued_since < p.queued_since) requeued_mid = true;
+      prev = &p;
+    }
+    if (holes && requeued_mid) ++requeued_among_holes;
+  }
+  std::unique_ptr<Policy> inner_;
+};
+
+TEST(Engine, RequeuedJobsKeepTheirPlaceAmongHolesInThePendingLists) {
+  Scenario sc = MakeLabMonth(1);
+  sc.end = Days(2);
+  for (const char* name : {"priority", "hourglass"}) {
+    SimOptions opt;
+    auto inner = MakePolicy(name, opt.policy);
+    ASSERT_TRUE(inner.has_value());
+    OrderCheckingPolicy policy(std::move(*inner));
+    auto r = Simulate(sc, policy, opt);
+    ASSERT_TRUE(r.has_value()) << r.error().ToString();
+    EXPECT_EQ(policy.out_of_order, 0) << name;
+    EXPECT_GT(policy.requeued_among_holes, 1000) << name;
+  }
+}
+
 TEST(Engine, ALeaseWithoutMaxRuntimeIsRefusedWithItsLine) {
   Scenario sc;
   sc.end = Hours(1);
