@@ -256,6 +256,8 @@ new_case
 check live_weight_zero "" "" --live-weight --live-weight 0
 new_case
 check headroom_quiet_below_minus_one "" "" --quick-headroom-quiet --quick-headroom-quiet -2
+new_case
+check jobs_negative "" "" --jobs --jobs -1
 
 # The trace adapters' flags and --end-days, shared with `sim compare`: checked before anything
 # is read, and refused by name (a negative --end-days was once silently ignored by `sim`).
@@ -490,6 +492,22 @@ if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass sim compare: --end-days:
   pass compare_end_days_negative
 else
   fail compare_end_days_negative "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+
+# --jobs: policies simulated at once give the same table, JSON and decision log, byte for byte,
+# as one after the other (the log in the policies' order).
+new_case
+rc=0
+for j in 1 2; do
+  (cd "$D" && "$HG" sim --scenario lab-month --end-days 0.5 --policies hourglass,priority,fifo-backfill \
+    --jobs $j --json out$j.json --decisions d$j.jsonl --quiet >stdout$j.txt 2>stderr$j.txt) || rc=$?
+done
+if [[ $rc -eq 0 ]] && cmp -s "$D/stdout1.txt" "$D/stdout2.txt" && cmp -s "$D/out1.json" "$D/out2.json" &&
+  cmp -s "$D/d1.jsonl" "$D/d2.jsonl" &&
+  [[ $(grep -o '"policy":"[a-z-]*"' "$D/d2.jsonl" | uniq | tr '\n' ' ') == '"policy":"hourglass" "policy":"priority" "policy":"fifo-backfill" ' ]]; then
+  pass jobs_same_bytes
+else
+  fail jobs_same_bytes "rc $rc, or the outputs of --jobs 1 and --jobs 2 differ"
 fi
 
 echo "$passed passed, $failed failed"

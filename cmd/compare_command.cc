@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cmd/jobs_flag.h"
 #include "cmd/policy_flags.h"
 #include "cmd/trace_flags.h"
 #include "core/policy.h"
@@ -14,6 +15,7 @@
 #include "sim/html_report.h"
 #include "sim/lab_month.h"
 #include "sim/progress.h"
+#include "sim/run_all.h"
 #include "sim/trace.h"
 
 namespace hg::cmd {
@@ -35,6 +37,7 @@ struct CompareArgs {
   std::string html;
   std::string json;
   bool quiet = false;
+  int jobs = 0;              // --jobs: policies simulated at once (0: one per core)
   bool trace_tuned = false;  // a trace-only option was given
   PolicyFlags tuning;
 };
@@ -106,6 +109,8 @@ int RunCompare(const CompareArgs& a) {
   if (!a.html.empty() && !a.json.empty() && fs::path(a.html) == fs::path(a.json))
     return fail(Fail("--json", "must differ from --html").value());
 
+  const auto threads = ThreadsFor(a.jobs);
+  if (!threads) return fail(threads.error());
   sim::SimOptions opt;
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
@@ -130,15 +135,22 @@ int RunCompare(const CompareArgs& a) {
   sim::Comparison cmp;
   cmp.mapping = in->mapping;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
-  for (const auto& p : policies) {
-    opt.progress = [&](Seconds t, int64_t events) {
-      progress.Update(p->name(), t, in->scenario.end, events);
-    };
-    auto r = sim::Simulate(in->scenario, *p, opt);
+  auto results = sim::SimulateAll(
+      in->scenario, policies, *threads,
+      [&](size_t i) {
+        sim::SimOptions run = opt;
+        const std::string policy(policies[i]->name());
+        run.progress = [&progress, &in, policy](Seconds t, int64_t events) {
+          progress.Update(policy, t, in->scenario.end, events);
+        };
+        return run;
+      },
+      [&](size_t i) { progress.Finish(policies[i]->name()); });
+  progress.Done();
+  for (auto& r : results) {
     if (!r) return fail(r.error());
     cmp.runs.push_back(std::move(*r));
   }
-  progress.Done();
 
   // Render everything first, then write: a failure to write one file is reported, and the
   // terminal output is complete either way.
@@ -182,6 +194,7 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   cmp->add_option("--html", args->html, "Write the HTML report (charts inline) to FILE");
   cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");
   cmp->add_flag("--quiet", args->quiet, "No progress line");
+  AddJobsFlag(cmp, &args->jobs);
   AddPolicyFlags(cmp, &args->tuning);
   cmp->callback([args, trace_opts, cluster, budgets, &exit_code] {
     args->trace_tuned = trace_opts.LoadTuned() || args->trace_flags.FormatGiven() ||

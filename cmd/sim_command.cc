@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cmd/compare_command.h"
+#include "cmd/jobs_flag.h"
 #include "cmd/policy_flags.h"
 #include "cmd/trace_flags.h"
 #include "core/policy.h"
@@ -18,6 +19,7 @@
 #include "sim/philly.h"
 #include "sim/progress.h"
 #include "sim/report.h"
+#include "sim/run_all.h"
 #include "sim/scenario_io.h"
 #include "sim/trace.h"
 
@@ -41,6 +43,7 @@ struct SimArgs {
   int64_t interval = 10;
   PolicyFlags tuning;
   bool quiet = false;
+  int jobs = 0;  // --jobs: policies simulated at once (0: one per core)
   bool explain = false;
   std::vector<int64_t> explain_jobs;  // empty: every job
 };
@@ -133,6 +136,8 @@ int RunSim(const SimArgs& a) {
     return fail(Error{"--explain", "needs --decisions FILE to write the reasons to", {}, 0});
   if (!a.explain_jobs.empty() && a.decisions.empty())
     return fail(Error{"--explain-jobs", "needs --decisions FILE to write the reasons to", {}, 0});
+  const auto threads = ThreadsFor(a.jobs);
+  if (!threads) return fail(threads.error());
   sim::SimOptions opt;
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
@@ -168,30 +173,38 @@ int RunSim(const SimArgs& a) {
   }
   // Results from a trace are only meaningful with what the adapter invented next to them.
   std::cerr << mapping;
-  std::ostringstream log;
+  // One decision log per run, written in the policies' order after all have ended: the file is
+  // the same bytes however many run at once.
+  std::vector<std::ostringstream> logs(policies.size());
   std::vector<sim::SimResult> runs;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
-  for (const auto& p : policies) {
-    opt.progress = [&](Seconds t, int64_t events) {
-      progress.Update(p->name(), t, sc->end, events);
-    };
-    if (!a.decisions.empty()) {
-      const std::string policy(p->name());
-      opt.decision_log = [&log, policy](const sim::DecisionLogEntry& e) {
-        nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
-                            {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
-        log << j.dump() << "\n";
-      };
-    }
-    auto r = sim::Simulate(*sc, *p, opt);
-    if (!r) return fail(r.error());
-    runs.push_back(std::move(*r));
-  }
+  auto results = sim::SimulateAll(
+      *sc, policies, *threads,
+      [&](size_t i) {
+        sim::SimOptions run = opt;
+        const std::string policy(policies[i]->name());
+        run.progress = [&progress, &sc, policy](Seconds t, int64_t events) {
+          progress.Update(policy, t, sc->end, events);
+        };
+        if (!a.decisions.empty()) {
+          run.decision_log = [&log = logs[i], policy](const sim::DecisionLogEntry& e) {
+            nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
+                                {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
+            log << j.dump() << "\n";
+          };
+        }
+        return run;
+      },
+      [&](size_t i) { progress.Finish(policies[i]->name()); });
   progress.Done();
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i]) return fail(results[i].error());
+    runs.push_back(std::move(*results[i]));
+  }
   std::cout << sim::RenderTable(runs);
   if (!a.decisions.empty()) {
     std::ofstream out(a.decisions, std::ios::binary | std::ios::trunc);
-    out << log.str();
+    for (const std::ostringstream& log : logs) out << log.str();
     if (!out) return fail(Error{"--decisions", "cannot write '" + a.decisions + "'", {}, 0});
   }
   if (!a.json.empty()) {
@@ -234,6 +247,7 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "Trace file (or the openb directory); the mapping is derived and printed");
   const TraceFlagOptions trace_opts = AddTraceFlags(sim, &args->trace_flags);
   sim->add_flag("--quiet", args->quiet, "No progress line");
+  AddJobsFlag(sim, &args->jobs);
   sim->add_flag("--explain", args->explain,
                 "Also write to --decisions why each job waits and what is reserved, whenever "
                 "that changes (asks the policy for reasons in every cycle: slower)");

@@ -473,10 +473,30 @@ TEST(ReportProgress, PrintsEveryNthCallOnlyOnATerminal) {
   EXPECT_EQ(pipe.str(), "");
 }
 
+// Runs that overlap share the line in the order they first reported; one that ended leaves it.
+TEST(ReportProgress, OverlappingRunsShareTheLine) {
+  std::ostringstream tty;
+  ProgressLine line(tty, true, 1);
+  line.Update("hourglass", Days(3), Days(30), 1500);
+  line.Update("priority", Days(1), Days(30), 900);
+  line.Update("hourglass", Days(6), Days(30), 3000);
+  line.Finish("hourglass");
+  line.Update("priority", Days(2), Days(30), 1800);
+  line.Done();
+  const std::string h3 = "hourglass day 3.0/30  events 1.5k";
+  const std::string h6 = "hourglass day 6.0/30  events 3.0k";
+  const std::string p1 = "priority day 1.0/30  events 900";
+  const std::string p2 = "priority day 2.0/30  events 1.8k";
+  const std::string both = h6 + " | " + p1;
+  EXPECT_EQ(tty.str(), "\r" + h3 + "\r" + h3 + " | " + p1 + "\r" + both + "\r" + p2 +
+                           std::string(both.size() - p2.size(), ' ') + "\n");
+}
+
 TEST(ReportProgress, ShorterLineBlanksTheRest) {
   std::ostringstream tty;
   ProgressLine line(tty, true, 1);
   line.Update("hourglass", Seconds(0), Days(30), 1500);
+  line.Finish("hourglass");
   line.Update("p", Seconds(0), Days(30), 1);
   const std::string first = "\rhourglass day 0.0/30  events 1.5k";
   const std::string second = "\rp day 0.0/30  events 1";

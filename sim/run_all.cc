@@ -1,0 +1,41 @@
+#include "sim/run_all.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <string>
+#include <thread>
+
+namespace hg::sim {
+
+std::vector<Result<SimResult>> SimulateAll(const Scenario& sc,
+                                           std::span<const std::unique_ptr<Policy>> policies,
+                                           int threads,
+                                           const std::function<SimOptions(size_t)>& options_for,
+                                           const std::function<void(size_t)>& finished) {
+  std::vector<Result<SimResult>> results(policies.size(),
+                                         tl::unexpected(Error{"simulation", "not run", {}, 0}));
+  std::atomic<size_t> next{0};
+  // Each worker takes the next run not yet taken; results land in their own slots, so no two
+  // threads write the same element.
+  auto work = [&] {
+    for (size_t i = next++; i < policies.size(); i = next++) {
+      try {
+        const SimOptions opt = options_for(i);
+        results[i] = Simulate(sc, *policies[i], opt);
+      } catch (const std::exception& e) {
+        results[i] = tl::unexpected(
+            Error{"simulation", std::string(policies[i]->name()) + ": " + e.what(), {}, 0});
+      }
+      if (finished) finished(i);
+    }
+  };
+  const size_t n = std::min(policies.size(), static_cast<size_t>(std::max(1, threads)));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  work();  // the calling thread runs too
+  for (std::thread& t : pool) t.join();
+  return results;
+}
+
+}  // namespace hg::sim
