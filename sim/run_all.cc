@@ -4,6 +4,7 @@
 #include <atomic>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <thread>
 
 namespace hg::sim {
@@ -32,7 +33,13 @@ std::vector<Result<SimResult>> SimulateAll(const Scenario& sc,
   };
   const size_t n = std::min(policies.size(), static_cast<size_t>(std::max(1, threads)));
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < n; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running (and this one) take every run
+    }
+  }
   work();  // the calling thread runs too
   for (std::thread& t : pool) t.join();
   return results;
