@@ -469,6 +469,7 @@ void Engine::StopJob(const StopDecision& d) {
       }
     }
     PreemptionRecord pr = RecordFor(*r.spec, cause);
+    pr.run = now_ - r.started;
     pr.contract_violation = protected_now && !operator_forced;
     pr.active_session = r.spec->lease.value() > 0 && now_ < ActiveAt(r) + r.spec->lease;
     rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
@@ -512,6 +513,7 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
         GpuSeconds(s.gpus, ran - saved) / 3600.0;
   if (lost_node) {
     PreemptionRecord pr = RecordFor(s, cause);
+    pr.run = ran;
     pr.lost_gpu_hours = GpuSeconds(s.gpus, ran - saved) / 3600.0;
     result_.preemptions.push_back(pr);
   }

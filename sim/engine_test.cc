@@ -34,6 +34,7 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
   ASSERT_EQ(r->preemptions.size(), 1u);
   EXPECT_EQ(r->preemptions[0].job, JobId(1));
   EXPECT_EQ(r->preemptions[0].cause, StopCause::kUnfunded);
+  EXPECT_EQ(r->preemptions[0].run, Seconds(600));  // started at 0, stopped at 600 s
   EXPECT_FALSE(r->preemptions[0].contract_violation);
   // Submitted at 600 s, the cycle at 600 s preempts, the victim leaves after 60 s of grace.
   const JobRecord& funded = r->jobs[1];

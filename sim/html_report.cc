@@ -144,6 +144,15 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
                     return static_cast<double>(m.preemptions);
                   },
                   ColumnDef::kCount});
+  // Runs stopped within a minute of their start: each start ended a queue wait, so the wait
+  // columns alone would hide a policy that starts work only to stop it at once.
+  cols.push_back({{"stopped_within_1m", "stopped <1 min", Better::kLower},
+                  [](const Measures& m) -> std::optional<double> {
+                    int64_t n = 0;
+                    for (const auto& [cls, k] : m.stopped_within_minute_by_class) n += k;
+                    return static_cast<double>(n);
+                  },
+                  ColumnDef::kCount});
   cols.push_back({{"lost_gpu_hours", "lost GPU-h", Better::kLower},
                   [](const Measures& m) -> std::optional<double> { return m.lost_gpu_hours; },
                   ColumnDef::kHours});

@@ -162,6 +162,7 @@ Measures Compute(const SimResult& r) {
   for (const auto& [cls, w] : m.wait_by_class) {
     m.preemptions_by_class[cls] = 0;
     m.lost_gpu_hours_by_class[cls] = 0;
+    m.stopped_within_minute_by_class[cls] = 0;
   }
   for (const PreemptionRecord& p : r.preemptions) {
     const std::string cls = ClassKey(p.job_class);
@@ -170,6 +171,8 @@ Measures Compute(const SimResult& r) {
     ++m.preemptions_by_class[cls];
     m.lost_gpu_hours += p.lost_gpu_hours;
     m.lost_gpu_hours_by_class[cls] += p.lost_gpu_hours;
+    if (p.cause != StopCause::kMaxRuntime && p.run < Minutes(1))
+      ++m.stopped_within_minute_by_class[cls];
     if (p.contract_violation) ++m.contract_violations;
     if (p.active_session) ++m.active_sessions_stopped;
   }
@@ -275,6 +278,7 @@ nlohmann::json PolicyJson(const SimResult& r) {
   p["preemptions"] = m.preemptions;
   p["preemptions_by_cause"] = m.preemptions_by_cause;
   p["preemptions_by_class"] = m.preemptions_by_class;
+  p["stopped_within_1m_by_class"] = m.stopped_within_minute_by_class;
   p["lost_gpu_hours"] = Num(m.lost_gpu_hours);
   nlohmann::json lost = nlohmann::json::object();
   for (const auto& [cls, h] : m.lost_gpu_hours_by_class) lost[cls] = Num(h);
@@ -526,6 +530,17 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
     row("  " + cls, [&](const Measures& m) {
       auto it = m.lost_gpu_hours_by_class.find(cls);
       return Hours(it == m.lost_gpu_hours_by_class.end() ? 0.0 : it->second);
+    });
+  }
+  row("stopped within 1 min of start", [&](const Measures& m) {
+    int64_t n = 0;
+    for (const auto& [cls, k] : m.stopped_within_minute_by_class) n += k;
+    return std::to_string(n);
+  });
+  for (const std::string& cls : classes) {
+    row("  " + cls, [&](const Measures& m) {
+      auto it = m.stopped_within_minute_by_class.find(cls);
+      return std::to_string(it == m.stopped_within_minute_by_class.end() ? 0 : it->second);
     });
   }
   row("contract violations",

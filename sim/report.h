@@ -103,6 +103,9 @@ struct Measures {
   std::map<std::string, int64_t> preemptions_by_class;  // every class seen, zeros included
   double lost_gpu_hours = 0;
   std::map<std::string, double> lost_gpu_hours_by_class;
+  // Runs stopped (for any cause but max_runtime) within their first minute, per class, zeros
+  // included: their start ended a queue wait, yet their user got nothing from them.
+  std::map<std::string, int64_t> stopped_within_minute_by_class;
   int64_t contract_violations = 0;
   int64_t active_sessions_stopped = 0;  // sessions stopped within a lease of their user's activity
 

@@ -217,6 +217,31 @@ TEST(ReportCompute, PreemptionsByCauseAndClass) {
   EXPECT_DOUBLE_EQ(m.lost_gpu_hours_by_class.at("debug"), 0.0);
 }
 
+// A run stopped within its first minute counts, one stopped at 60 s or later does not, nor one
+// that its max_runtime ended; every class of the workload appears, zeros included.
+TEST(ReportCompute, RunsStoppedWithinAMinuteOfTheirStart) {
+  SimResult r;
+  r.jobs.push_back(Job(1, "batch", 8, {1}, JobState::kRunning));
+  r.jobs.push_back(Job(2, "debug", 1, {1}, JobState::kRunning));
+  r.jobs.push_back(Job(3, "interactive", 1, {1}, JobState::kRunning));
+  r.preemptions.push_back(Preemption("debug", StopCause::kReservation, 0, false));
+  r.preemptions.back().run = Seconds(20);
+  r.preemptions.push_back(Preemption("debug", StopCause::kFairShare, 0, false));
+  r.preemptions.back().run = Seconds(59);
+  r.preemptions.push_back(Preemption("debug", StopCause::kFairShare, 0, false));
+  r.preemptions.back().run = Seconds(60);
+  r.preemptions.push_back(Preemption("batch", StopCause::kMaxRuntime, 0, false));
+  r.preemptions.back().run = Seconds(30);
+  r.preemptions.push_back(Preemption("batch", StopCause::kNodeLost, 0, false));
+  r.preemptions.back().run = Seconds(0);
+  const Measures m = Compute(r);
+  EXPECT_EQ(m.stopped_within_minute_by_class.at("debug"), 2);
+  EXPECT_EQ(m.stopped_within_minute_by_class.at("batch"), 1);
+  EXPECT_EQ(m.stopped_within_minute_by_class.at("interactive"), 0);
+  const std::string table = RenderTable({r});
+  EXPECT_NE(table.find("stopped within 1 min of start"), std::string::npos) << table;
+}
+
 TEST(ReportCompute, StopCauseNames) {
   EXPECT_STREQ(ToString(StopCause::kUnfunded), "unfunded");
   EXPECT_STREQ(ToString(StopCause::kFairShare), "fair-share");
@@ -357,6 +382,7 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
                                          "preemptions_by_class",
                                          "series",
                                          "shortfall",
+                                         "stopped_within_1m_by_class",
                                          "unfunded_gpu_hours",
                                          "unfunded_share",
                                          "wait_s",

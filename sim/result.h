@@ -40,7 +40,10 @@ struct PreemptionRecord {
   int32_t gpus = 0;
   bool funded = false;
   StopCause cause = StopCause::kUnfunded;
-  double lost_gpu_hours = 0;        // work since the last checkpoint (or the run's start)
+  double lost_gpu_hours = 0;  // work since the last checkpoint (or the run's start)
+  // How long the stopped run had lasted at the stop. A run stopped within a minute of its start
+  // did nothing for its user, yet its start ended the job's queue wait.
+  Seconds run{0};
   bool contract_violation = false;  // a protected job stopped by the policy before min_runtime
   // A session (a job with a lease) stopped while its user was active: within a lease of the last
   // activity. The cut the lease exists to prevent; counted for every policy and every cause but
