@@ -17,12 +17,7 @@ SimJob Job(int64_t id, int64_t submit, int32_t gpus, std::string budget, int64_t
 // Funded work preempts unfunded work: the victim gets its grace period, the funded job starts
 // when it is gone, and every decision carries a reason in words.
 TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
-  Scenario sc;
-  sc.name = "tiny";
-  sc.end = Hours(4);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
-  sc.jobs = {Job(1, 0, 8, "", 7200), Job(2, 600, 8, "team", 600)};
+  const Scenario sc = UnfundedThenFundedOnOneNode("tiny");
   std::vector<DecisionLogEntry> log;
   SimOptions opt;
   opt.decision_log = [&](const DecisionLogEntry& e) { log.push_back(e); };

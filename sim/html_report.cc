@@ -148,9 +148,7 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
   // columns alone would hide a policy that starts work only to stop it at once.
   cols.push_back({{"stopped_within_1m", "stopped <1 min", Better::kLower},
                   [](const Measures& m) -> std::optional<double> {
-                    int64_t n = 0;
-                    for (const auto& [cls, k] : m.stopped_within_minute_by_class) n += k;
-                    return static_cast<double>(n);
+                    return static_cast<double>(m.stopped_within_minute);
                   },
                   ColumnDef::kCount});
   cols.push_back({{"lost_gpu_hours", "lost GPU-h", Better::kLower},

@@ -1087,25 +1087,6 @@ TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJob_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, true);
 }
 
-// When each run of each job started, from its waits and its stops: every stop but a run's last
-// ends that run at the kill (stop + grace), and the job is queued again from then.
-std::map<int64_t, std::vector<Seconds>> RunStarts(const Scenario& sc, const SimResult& r) {
-  const auto jobs = JobsById(sc);
-  std::map<int64_t, std::vector<const PreemptionRecord*>> stops;
-  for (const PreemptionRecord& p : r.preemptions) stops[p.job.value()].push_back(&p);
-  std::map<int64_t, std::vector<Seconds>> starts;
-  for (const JobRecord& rec : r.jobs) {
-    const SimJob& j = *jobs.at(rec.id.value());
-    const auto& own = stops[rec.id.value()];
-    Seconds queued = j.spec.submit;
-    for (size_t k = 0; k < rec.waits.size(); ++k) {
-      starts[rec.id.value()].push_back(queued + rec.waits[k]);
-      if (k < own.size()) queued = own[k]->at + j.spec.grace;
-    }
-  }
-  return starts;
-}
-
 // PolicyConfig::quick_protect (1 h) longer than any debug job's work: the contract holds, and no
 // debug job is stopped for fair share while its run is younger than that. (A run can outlast the
 // hour: a resumable debug job stopped again and again by due reservations reloads for 5 minutes
@@ -1123,15 +1104,10 @@ TEST(PropertiesContract, DebugJobsUnderQuickProtectAreNotStoppedForFairShare_200
     auto r = RunSim(sc, "hourglass-quick-protect");
     ASSERT_TRUE(r);
     CheckAllContracts(sc, *r, st);
-    const auto starts = RunStarts(sc, *r);
     for (const PreemptionRecord& p : r->preemptions) {
       EXPECT_FALSE(p.contract_violation) << "job " << p.job << " cause " << ToString(p.cause);
       if (p.job_class != "debug" || p.cause != StopCause::kFairShare) continue;
-      // The start of the run this stop ended: the latest at or before it.
-      const std::vector<Seconds>& runs = starts.at(p.job.value());
-      const auto after = std::upper_bound(runs.begin(), runs.end(), p.at);
-      ASSERT_NE(after, runs.begin());
-      const Seconds age = p.at - *(after - 1);
+      const Seconds age = p.run;  // how long the stopped run had lasted
       if (age < spared) {
         ++debug_fair_share;
         ADD_FAILURE() << "debug job " << p.job << " stopped for fair share at " << p.at.value()

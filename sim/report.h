@@ -106,6 +106,7 @@ struct Measures {
   // Runs stopped (for any cause but max_runtime) within their first minute, per class, zeros
   // included: their start ended a queue wait, yet their user got nothing from them.
   std::map<std::string, int64_t> stopped_within_minute_by_class;
+  int64_t stopped_within_minute = 0;  // the sum over classes
   int64_t contract_violations = 0;
   int64_t active_sessions_stopped = 0;  // sessions stopped within a lease of their user's activity
 

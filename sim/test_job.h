@@ -1,4 +1,4 @@
-// A workload job for hand-made test scenarios: funded when `budget` is set (class "batch"),
+// Hand-made test scenarios. TestJob: a workload job, funded when `budget` is set (class "batch"),
 // unfunded otherwise (class "sweep"), with a 60 s grace period. Tests adjust the rest.
 #pragma once
 
@@ -21,6 +21,18 @@ inline SimJob TestJob(int64_t id, int64_t submit, int32_t gpus, std::string budg
   j.budget = std::move(budget);
   j.duration = Seconds(duration);
   return j;
+}
+
+// One 8-GPU node and one budget, "team": an unfunded 8-GPU job holds the node from 0 s for
+// 2 hours, and a funded 8-GPU job of 10 minutes arrives at 600 s and must stop it.
+inline Scenario UnfundedThenFundedOnOneNode(std::string name) {
+  Scenario sc;
+  sc.name = std::move(name);
+  sc.end = Hours(4);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  sc.jobs = {TestJob(1, 0, 8, "", 7200), TestJob(2, 600, 8, "team", 600)};
+  return sc;
 }
 
 }  // namespace hg::sim

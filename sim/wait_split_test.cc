@@ -86,12 +86,7 @@ TEST(WaitSplit, FragmentedWhileEnoughGpusAreFreeApartShortWhileTooFewAre) {
 // uses its 60 s of grace, the funded job waits for it to leave, although unfunded GPUs count as
 // room: the wait is the victims', not the policy's or the cluster's.
 TEST(WaitSplit, AWaitForStoppedVictimsCountsAsVictimsLeaving) {
-  Scenario sc;
-  sc.name = "grace";
-  sc.end = Hours(4);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
-  sc.jobs = {Job(1, 0, 8, "", 7200), Job(2, 600, 8, "team", 600)};
+  const Scenario sc = UnfundedThenFundedOnOneNode("grace");
   const SimResult r = RunScenario(sc);
   ASSERT_EQ(r.jobs[1].waits, (std::vector<Seconds>{Seconds(60)}));
   const WaitSplit& w = SplitOf(r, 8);
