@@ -258,6 +258,28 @@ new_case
 check headroom_quiet_below_minus_one "" "" --quick-headroom-quiet --quick-headroom-quiet -2
 new_case
 check jobs_negative "" "" --jobs --jobs -1
+new_case
+check resubmit_after_below_minus_one "" "" --resubmit-after --resubmit-after -2
+
+# Both nodes are lost under Alice's job, which is not resumable, and one comes back 100 s later.
+# By default the job ends failed; with --resubmit-after 60 her resubmission runs to its end.
+new_case
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,3600,8,8,alice,batch,600
+EOF2
+printf 'time,kind,target,value,deadline,reason\n1800,node_lost,n1,,,gone\n1800,node_lost,n2,,,gone\n1900,repair,n1,,,back\n' >"$D/events.csv"
+rc=0
+run_sim "$D" || rc=$?
+before=$(grep -E "^(jobs succeeded|jobs failed|resubmissions of killed jobs) " "$D/stdout.txt" | tr -s ' ' | tr '\n' ';')
+run_sim "$D" --resubmit-after 60 || rc=$?
+after=$(grep -E "^(jobs succeeded|jobs failed|resubmissions of killed jobs) " "$D/stdout.txt" | tr -s ' ' | tr '\n' ';')
+if [[ $rc -ne 0 || $before != "jobs succeeded 0;jobs failed 1;resubmissions of killed jobs 0;" ||
+  $after != "jobs succeeded 1;jobs failed 0;resubmissions of killed jobs 1;" ]]; then
+  fail resubmit_reaches_engine "rc $rc, '$before' then '$after'"
+else
+  pass "resubmit_reaches_engine  ($before -> $after)"
+fi
 
 # The trace adapters' flags and --end-days, shared with `sim compare`: checked before anything
 # is read, and refused by name (a negative --end-days was once silently ignored by `sim`).

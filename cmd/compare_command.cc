@@ -9,6 +9,7 @@
 
 #include "cmd/jobs_flag.h"
 #include "cmd/policy_flags.h"
+#include "cmd/resubmit_flag.h"
 #include "cmd/trace_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
@@ -37,8 +38,9 @@ struct CompareArgs {
   std::string html;
   std::string json;
   bool quiet = false;
-  int jobs = 0;              // --jobs: policies simulated at once (0: one per core)
-  bool trace_tuned = false;  // a trace-only option was given
+  int64_t resubmit_after = -1;  // --resubmit-after (-1: never)
+  int jobs = 0;                 // --jobs: policies simulated at once (0: one per core)
+  bool trace_tuned = false;     // a trace-only option was given
   PolicyFlags tuning;
 };
 
@@ -115,6 +117,9 @@ int RunCompare(const CompareArgs& a) {
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
   opt.policy = *config;
+  const auto resubmit = ResubmitAfter(a.resubmit_after);
+  if (!resubmit) return fail(resubmit.error());
+  opt.resubmit_after = *resubmit;
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : SplitList(a.policies)) {
     auto p = MakePolicy(name, opt.policy);
@@ -195,6 +200,7 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");
   cmp->add_flag("--quiet", args->quiet, "No progress line");
   AddJobsFlag(cmp, &args->jobs);
+  AddResubmitFlag(cmp, &args->resubmit_after);
   AddPolicyFlags(cmp, &args->tuning);
   cmp->callback([args, trace_opts, cluster, budgets, &exit_code] {
     args->trace_tuned = trace_opts.LoadTuned() || args->trace_flags.FormatGiven() ||

@@ -12,6 +12,7 @@
 #include "cmd/compare_command.h"
 #include "cmd/jobs_flag.h"
 #include "cmd/policy_flags.h"
+#include "cmd/resubmit_flag.h"
 #include "cmd/trace_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
@@ -43,7 +44,8 @@ struct SimArgs {
   int64_t interval = 10;
   PolicyFlags tuning;
   bool quiet = false;
-  int jobs = 0;  // --jobs: policies simulated at once (0: one per core)
+  int64_t resubmit_after = -1;  // --resubmit-after (-1: never)
+  int jobs = 0;                 // --jobs: policies simulated at once (0: one per core)
   bool explain = false;
   std::vector<int64_t> explain_jobs;  // empty: every job
 };
@@ -142,6 +144,9 @@ int RunSim(const SimArgs& a) {
   auto config = PolicyConfigFrom(a.tuning);
   if (!config) return fail(config.error());
   opt.policy = *config;
+  const auto resubmit = ResubmitAfter(a.resubmit_after);
+  if (!resubmit) return fail(resubmit.error());
+  opt.resubmit_after = *resubmit;
   if (auto ok = CheckTraceFlags(a.trace_flags); !ok) return fail(ok.error());
   if (auto ok = CheckEndDays(a.end_days); !ok) return fail(ok.error());
   if (!(a.funded_scale > 0 && a.funded_scale <= 4))
@@ -248,6 +253,7 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   const TraceFlagOptions trace_opts = AddTraceFlags(sim, &args->trace_flags);
   sim->add_flag("--quiet", args->quiet, "No progress line");
   AddJobsFlag(sim, &args->jobs);
+  AddResubmitFlag(sim, &args->resubmit_after);
   sim->add_flag("--explain", args->explain,
                 "Also write to --decisions why each job waits and what is reserved, whenever "
                 "that changes (asks the policy for reasons in every cycle: slower)");

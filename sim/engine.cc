@@ -27,11 +27,13 @@ struct Event {
 struct JobRt {
   JobState state = JobState::kPending;
   bool submitted = false;
-  Seconds remaining{0};    // work left, including reload time after a restart
-  Seconds requeued_at{0};  // start of the current wait
+  Seconds remaining{0};     // work left, including reload time after a restart
+  Seconds requeued_at{0};   // start of the current wait
+  Seconds queued_since{0};  // its place in the queue: the latest submission (kept on requeue)
   int attempts = 0;
-  int32_t token = 0;  // bumped on every start and stop, so stale events are ignored
-  int32_t run = -1;   // index into running_
+  int resubmissions = 0;  // SimOptions::resubmit_after
+  int32_t token = 0;      // bumped on every start and stop, so stale events are ignored
+  int32_t run = -1;       // index into running_
   int32_t preempt_record = -1;
   bool stop_ends_job = false;  // stopped for max_runtime: ends failed, not requeued
   std::vector<Seconds> waits;
@@ -272,9 +274,10 @@ int64_t Engine::AloneOf(size_t n) const {
 void Engine::AddPending(int32_t j) {
   const JobSpec& s = specs_[static_cast<size_t>(j)];
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
-  PendingJob p{&s, s.submit, jobs_[static_cast<size_t>(j)].attempts + 1};
+  const JobRt& rt = jobs_[static_cast<size_t>(j)];
+  PendingJob p{&s, rt.queued_since, rt.attempts + 1};
   if (s.funded()) wait_split_.Add(s.gpus, s.gpus_per_node, s.job_class);
-  // Requeued jobs keep their place (their original submission time), so a middle insert
+  // Requeued jobs keep their place (their latest submission time), so a middle insert
   // happens. Holes keep their queued_since, so the search by time stays valid without
   // compacting tens of thousands of entries for every requeue; among equal times, the job goes
   // before the first live entry with a larger id (holes there are skipped by every reader).
@@ -290,11 +293,11 @@ void Engine::AddPending(int32_t j) {
 PendingJob* Engine::FindPending(int32_t j) {
   const JobSpec& s = specs_[static_cast<size_t>(j)];
   auto& v = s.funded() ? pending_funded_ : pending_unfunded_;
-  auto it = std::lower_bound(v.begin(), v.end(), s, [](const PendingJob& a, const JobSpec& key) {
-    // Holes keep their queued_since, so the search stays valid; ties are scanned below.
-    return a.queued_since < key.submit;
-  });
-  for (; it != v.end() && it->queued_since == s.submit; ++it)
+  const Seconds since = jobs_[static_cast<size_t>(j)].queued_since;
+  // Holes keep their queued_since, so the search stays valid; ties are scanned below.
+  auto it = std::lower_bound(v.begin(), v.end(), since,
+                             [](const PendingJob& a, Seconds key) { return a.queued_since < key; });
+  for (; it != v.end() && it->queued_since == since; ++it)
     if (it->spec == &s) return &*it;
   return nullptr;
 }
@@ -365,9 +368,11 @@ void Engine::SetNodeState(size_t n, NodeState to) {
 void Engine::Submit(int32_t j) {
   JobRt& rt = jobs_[static_cast<size_t>(j)];
   const JobSpec& s = specs_[static_cast<size_t>(j)];
+  if (rt.submitted) ++rt.resubmissions;  // killed before, submitted again by its user
   rt.submitted = true;
   rt.state = JobState::kPending;
   rt.requeued_at = now_;
+  rt.queued_since = now_;
   AddPending(j);
   if (s.funded()) demand_[static_cast<size_t>(s.budget.value())] += s.gpus.value();
   Dirty();
@@ -535,6 +540,12 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
     if (s.funded()) demand_[static_cast<size_t>(s.budget.value())] += s.gpus.value();
   } else {
     rt.state = final_state;
+    // Its user submits it again (it stays ended until then); not after max_runtime's end.
+    const bool killed = final_state == JobState::kPreempted || lost_node;
+    if (killed && !rt.stop_ends_job && opt_.resubmit_after) {
+      rt.remaining = sim.duration;
+      Push(now_ + *opt_.resubmit_after, Ev::kSubmit, j);
+    }
   }
   Dirty();
 }
@@ -809,6 +820,7 @@ SimResult Engine::Run() {
     rec.waits = rt.waits;
     rec.final_state = rt.state;
     rec.attempts = rt.attempts;
+    rec.resubmissions = rt.resubmissions;
     if (rt.submitted) result_.jobs.push_back(std::move(rec));
   }
   // Budget totals: leaves as accounted, parents as sums; depth-first order.

@@ -24,6 +24,12 @@ struct SimOptions {
   Seconds interval{10};                   // the scheduling loop runs at most this often
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window
+  // Users submit again what the cluster killed: a job that is not resumable and ended preempted,
+  // or failed with a lost node, comes back this long after it ended as a new submission (at the
+  // end of its budget's queue) and runs from scratch. Unset: it stays ended, and what it still
+  // had to do leaves the demand, which flatters a policy that kills work. max_runtime's end is
+  // not resubmitted (it would end the same way).
+  std::optional<Seconds> resubmit_after;
   // Ask the policy for a reason per pending job in every cycle, as the server does while its
   // queue is short. The decisions must be the same either way (a test). With a decision_log, the
   // reasons ("pending") and the reservations ("reserve") of every cycle go to it too.

@@ -60,11 +60,7 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
 // (max_runtime); job 2 (8 GPUs) cannot preempt it and reserves the node for that end; job 3 (one
 // GPU, the same budget) waits behind it.
 TEST(Engine, ExplainLogsWhyJobsWaitAndWhatIsReserved) {
-  Scenario sc;
-  sc.name = "tiny";
-  sc.end = Hours(4);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  Scenario sc = OneNodeOneBudget("tiny", Hours(4));
   SimJob first = Job(1, 0, 8, "team", 7200);
   first.spec.min_runtime = Hours(2);
   first.spec.max_runtime = Hours(2);
@@ -295,10 +291,7 @@ TEST(Engine, RequeuedJobsKeepTheirPlaceAmongHolesInThePendingLists) {
 }
 
 TEST(Engine, ALeaseWithoutMaxRuntimeIsRefusedWithItsLine) {
-  Scenario sc;
-  sc.end = Hours(1);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  Scenario sc = OneNodeOneBudget("", Hours(1));
   SimJob j = Job(1, 0, 1, "team", 60);
   j.spec.lease = Minutes(30);
   j.line = 4;
@@ -313,10 +306,7 @@ TEST(Engine, ALeaseWithoutMaxRuntimeIsRefusedWithItsLine) {
 }
 
 TEST(Engine, UnknownBudgetIsRefusedWithItsLine) {
-  Scenario sc;
-  sc.end = Hours(1);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  Scenario sc = OneNodeOneBudget("", Hours(1));
   SimJob j = Job(1, 0, 1, "nobody", 60);
   j.line = 7;
   sc.jobs = {j};

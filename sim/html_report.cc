@@ -134,6 +134,13 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
                     },
                     ColumnDef::kHours});
   }
+  // Jobs that ran to their end: a policy that kills work may still lead on the waits and the
+  // entitlement (what it killed no longer asks for GPUs), and this column shows what it cost.
+  cols.push_back({{"jobs_succeeded", "completed", Better::kHigher},
+                  [](const Measures& m) -> std::optional<double> {
+                    return static_cast<double>(m.jobs.succeeded);
+                  },
+                  ColumnDef::kCount});
   cols.push_back({{"never_started", "never started", Better::kLower},
                   [](const Measures& m) -> std::optional<double> {
                     return static_cast<double>(m.wait_all.never_started);

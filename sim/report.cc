@@ -125,6 +125,7 @@ Measures Compute(const SimResult& r) {
     }
     ++m.jobs.submitted;
     if (started) ++m.jobs.started;
+    m.jobs.resubmissions += j.resubmissions;
     switch (j.final_state) {
       case JobState::kPending:
         ++m.jobs.pending;
@@ -320,10 +321,15 @@ nlohmann::json PolicyJson(const SimResult& r) {
                    {"max", Int(m.drains.latency_max)}}},
                  {"still_draining", m.drains.still_draining},
                  {"manual_interventions", m.drains.manual_interventions}};
-  p["jobs"] = {{"submitted", m.jobs.submitted}, {"started", m.jobs.started},
-               {"succeeded", m.jobs.succeeded}, {"failed", m.jobs.failed},
-               {"preempted", m.jobs.preempted}, {"cancelled", m.jobs.cancelled},
-               {"pending", m.jobs.pending},     {"running", m.jobs.running}};
+  p["jobs"] = {{"submitted", m.jobs.submitted},
+               {"started", m.jobs.started},
+               {"succeeded", m.jobs.succeeded},
+               {"failed", m.jobs.failed},
+               {"preempted", m.jobs.preempted},
+               {"cancelled", m.jobs.cancelled},
+               {"pending", m.jobs.pending},
+               {"running", m.jobs.running},
+               {"resubmissions", m.jobs.resubmissions}};
   p["capacity_gpu_hours"] = Num(m.capacity_gpu_hours);
   p["allocated_gpu_hours"] = Num(m.allocated_gpu_hours);
   p["unfunded_gpu_hours"] = Num(m.unfunded_gpu_hours);
@@ -557,6 +563,8 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
   row("jobs preempted", [](const Measures& m) { return std::to_string(m.jobs.preempted); });
   row("jobs pending/running at end",
       [](const Measures& m) { return fmt::format("{}/{}", m.jobs.pending, m.jobs.running); });
+  row("resubmissions of killed jobs",
+      [](const Measures& m) { return std::to_string(m.jobs.resubmissions); });
   row("events", [](const Measures& m) { return std::to_string(m.events); });
   row("cycles", [](const Measures& m) { return std::to_string(m.cycles); });
   out += g.Render();

@@ -81,6 +81,9 @@ struct JobCounts {
   int64_t cancelled = 0;
   int64_t pending = 0;  // still pending when the run ended
   int64_t running = 0;  // still running when the run ended
+  // Submissions again of killed jobs by their users (SimOptions::resubmit_after); a job counts
+  // once per resubmission, and its final state is its last attempt's.
+  int64_t resubmissions = 0;
 };
 
 struct Measures {

@@ -19,6 +19,7 @@ struct JobRecord {
   std::vector<Seconds> waits;  // one per start: from submission or requeue to that start
   JobState final_state = JobState::kPending;  // kPending/kRunning if the run ended first
   int attempts = 0;                           // starts
+  int resubmissions = 0;  // submitted again after it was killed (SimOptions::resubmit_after)
 };
 
 enum class StopCause {

@@ -23,14 +23,20 @@ inline SimJob TestJob(int64_t id, int64_t submit, int32_t gpus, std::string budg
   return j;
 }
 
-// One 8-GPU node and one budget, "team": an unfunded 8-GPU job holds the node from 0 s for
-// 2 hours, and a funded 8-GPU job of 10 minutes arrives at 600 s and must stop it.
-inline Scenario UnfundedThenFundedOnOneNode(std::string name) {
+// One 8-GPU node, "n0", and one budget, "team"; no jobs yet.
+inline Scenario OneNodeOneBudget(std::string name, Seconds end) {
   Scenario sc;
   sc.name = std::move(name);
-  sc.end = Hours(4);
+  sc.end = end;
   sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
   sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
+  return sc;
+}
+
+// OneNodeOneBudget: an unfunded 8-GPU job holds the node from 0 s for 2 hours, and a funded
+// 8-GPU job of 10 minutes arrives at 600 s and must stop it.
+inline Scenario UnfundedThenFundedOnOneNode(std::string name) {
+  Scenario sc = OneNodeOneBudget(std::move(name), Hours(4));
   sc.jobs = {TestJob(1, 0, 8, "", 7200), TestJob(2, 600, 8, "team", 600)};
   return sc;
 }
