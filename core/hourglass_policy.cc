@@ -67,6 +67,12 @@ class Cycle {
   bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom,
                ReasonCode code = ReasonCode::kStartFree);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
+  // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
+  // once the victims have gone and j has what it needs, fewer GPUs would be free than the
+  // headroom then asks for (each stopped quick job widens it by what it held), so j could not
+  // take them. `holder`: j would get the reservation, and may take the headroom's GPUs when it
+  // needs more than the headroom keeps (Process).
+  bool Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) const;
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
   bool MayUseReserved(const JobSpec& j) const;
@@ -99,7 +105,14 @@ class Cycle {
            !r.took_freed && fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
-  bool HeadroomAllows(const JobSpec& j) const;
+  bool HeadroomAllows(const JobSpec& j) const { return HeadroomAllowsAfter(j, 0, 0); }
+  // Whether j could take free GPUs beside the debug headroom once `freed` more GPUs are free,
+  // `quick_freed` of them from stopped quick jobs (which owe the headroom what they held).
+  bool HeadroomAllowsAfter(const JobSpec& j, int64_t freed, int64_t quick_freed) const;
+  // GPUs the headroom still asks to keep free, with `quick_freed` GPUs of quick jobs stopped.
+  int64_t RequiredFree(int64_t quick_freed = 0) const {
+    return std::max<int64_t>(0, headroom_gap_ + quick_freed);
+  }
   // Until when fair share may not stop r: a quick job's first quick_protect seconds of its run.
   // Asked for every candidate victim: the option's test first, as it is off by default.
   Seconds SparedUntil(const RunningJob& r) const {
@@ -174,7 +187,7 @@ class Cycle {
   // Every pending funded job as the walk sees it, in the snapshot's order: read from the specs
   // in one pass in Setup, as the queue may be tens of thousands long and each spec a cache miss.
   std::vector<Queued> queued_;
-  int64_t required_free_ = 0;    // headroom still owed to quick jobs
+  int64_t headroom_gap_ = 0;     // the headroom minus quick jobs' GPUs (RequiredFree)
   int64_t headroom_left_ = 0;    // pending jobs that may use the headroom, not reached yet
   int64_t quick_unstarted_ = 0;  // pending quick jobs not started in this cycle (yet)
   Seconds reservation_due_ = kNever;
@@ -302,7 +315,7 @@ void Cycle::Setup() {
   int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
   if (cfg_.quick_headroom_quiet >= 0 && quick_running + quick_waiting == 0)
     headroom = std::min<int64_t>(headroom, cfg_.quick_headroom_quiet);
-  required_free_ = std::max<int64_t>(0, headroom - quick_running);
+  headroom_gap_ = headroom - quick_running;
 }
 
 bool Cycle::WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const {
@@ -324,10 +337,10 @@ bool Cycle::MayUseReserved(const JobSpec& j) const {
   return j.max_runtime && s_.now + *j.max_runtime <= reservation_due_;
 }
 
-bool Cycle::HeadroomAllows(const JobSpec& j) const {
+bool Cycle::HeadroomAllowsAfter(const JobSpec& j, int64_t freed, int64_t quick_freed) const {
   // The arithmetic first: it settles most calls without comparing class names.
-  const int64_t left = cs_.total_free() - j.gpus.value();
-  if (left >= required_free_ || IsQuick(j)) return true;
+  const int64_t left = cs_.total_free() + freed - j.gpus.value();
+  if (left >= RequiredFree(quick_freed) || IsQuick(j)) return true;
   // A session takes what the debug jobs do not need now: none waits, and the room for the next
   // one (the quiet headroom) stays free. Sessions hold their GPUs for hours; debug bursts come
   // first.
@@ -339,7 +352,7 @@ void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode cod
   cs_.Take(slices, p.spec->funded());
   if (p.spec->funded()) AddAlloc(p.spec->budget, p.spec->gpus.value());
   if (IsQuick(*p.spec)) {
-    required_free_ = std::max<int64_t>(0, required_free_ - p.spec->gpus.value());
+    headroom_gap_ -= p.spec->gpus.value();
     --quick_unstarted_;
   }
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
@@ -406,6 +419,14 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
                              MayUseReserved(j), may_leave_, visit, soon_);
   if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
+  // The victims' GPUs come free in a later cycle, where the debug headroom still holds. If they
+  // would only refill it, stopping funded work serves not this job but the next debug job to
+  // start there, and that job, just started and so the cheapest victim, would be stopped next:
+  // on philly-dev, with the users' resubmissions modelled, 237k debug runs were stopped that
+  // way, most within a minute of their start. Unfunded work may go (it refills the headroom,
+  // which is what debug jobs wait for), and so may work the reservation's job takes the
+  // headroom's GPUs for (Process).
+  if (Futile(j, *plan, holder)) return false;
   Seconds latest = s_.now;
   // What the job needs on each of its nodes beyond the free GPUs there and the spare ones it
   // waits for: the victims' GPUs give that, and the rest of theirs is spare for later preemptors.
@@ -455,6 +476,21 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   cs_.HoldFree(plan->slices);
   Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, latest.value(), 0}, latest);
   return true;
+}
+
+bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) const {
+  if (IsQuick(j)) return false;
+  int64_t freed = 0, quick_freed = 0;
+  bool funded = false;
+  for (size_t v : plan.victims) {
+    const RunningJob& r = s_.running[v];
+    freed += r.gpus().value();
+    if (IsQuick(*r.spec)) quick_freed += r.gpus().value();
+    funded = funded || r.spec->funded();
+  }
+  if (!funded) return false;
+  if (holder && j.gpus.value() > RequiredFree(quick_freed)) return false;
+  return !HeadroomAllowsAfter(j, freed, quick_freed);
 }
 
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
@@ -526,7 +562,7 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
     if (TryPreempt(p, shape)) return true;
     // The headroom is there so debug jobs need not wait for a victim's grace period. A large top
     // blocked job may still use it: otherwise it would reserve GPUs and idle far more of them.
-    if (reservations_ < cfg_.max_reservations && j.gpus.value() > required_free_ &&
+    if (reservations_ < cfg_.max_reservations && j.gpus.value() > RequiredFree() &&
         TryFree(p, shape, false))
       return true;
     if (TryReserve(p, shape)) return true;
@@ -715,7 +751,7 @@ bool Cycle::NothingMoreCanStart() const {
   // is left to reach, and the one job that could take it anyway (the reservation's) has been
   // chosen.
   return headroom_left_ == 0 && reservations_ >= cfg_.max_reservations &&
-         cs_.total_free() <= required_free_;
+         cs_.total_free() <= RequiredFree();
 }
 
 void Cycle::PlaceUnfunded() {
@@ -724,7 +760,7 @@ void Cycle::PlaceUnfunded() {
   for (const PendingJob& pj : s_.pending_unfunded) {
     if (!pj.spec) continue;
     const PendingJob* p = &pj;
-    if (!s_.explain && (cs_.total_free() <= required_free_ || fc.single <= 1)) break;
+    if (!s_.explain && (cs_.total_free() <= RequiredFree() || fc.single <= 1)) break;
     const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
     if (fc.Known(shape) || !HeadroomAllows(*p->spec)) {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});

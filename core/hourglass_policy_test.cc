@@ -773,6 +773,61 @@ TEST(HourglassPolicy, WaitingQuickJobsWidenTheHeadroom) {
   EXPECT_EQ(run(0.0), std::make_pair(8, false));  // without it, long work takes every GPU
 }
 
+// Long work does not stop funded work whose GPUs would only refill the debug headroom. One
+// 8-GPU node, the headroom 1 GPU; b (over its share) holds 7 GPUs with protected work and one
+// more with `victim`, past its protection; a's 1-GPU batch job, first in fair-share order, finds
+// no free GPU. Stopping a funded victim of 1 GPU would leave 0 free where the headroom asks for 1
+// (a debug job of b waits, or the victim was a debug job on the headroom itself), so a's job
+// would not get it: the next debug job would, and would be a's cheapest victim in turn (on
+// philly-dev, most of hourglass's debug runs stopped within a minute of their start). An
+// unfunded victim still goes (its GPU refilling the headroom is what debug jobs wait for), and
+// so does a 2-GPU victim, whose GPUs cover both, or a victim while no debug job runs or waits
+// (the headroom shrinks to none).
+TEST(HourglassPolicy, LongWorkDoesNotStopFundedWorkWhoseGpusWouldOnlyRefillTheHeadroom) {
+  struct Case {
+    const char* name;
+    int32_t victim_gpus;
+    bool victim_funded;
+    std::string victim_class;
+    bool debug_waits;
+    bool stopped;
+  };
+  const std::vector<Case> cases = {
+      {"funded batch, a debug job waits", 1, true, "batch", true, false},
+      {"a debug job on the headroom", 1, true, "debug", false, false},
+      {"funded batch, no debug job", 1, true, "batch", false, true},
+      {"unfunded, a debug job waits", 1, false, "sweep", true, true},
+      {"2 GPUs: enough for both", 2, true, "batch", true, true},
+  };
+  const Seconds now = Days(2);
+  for (const Case& c : cases) {
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode(8);
+    w.History("a", Days(2), 0.0, 4.0);
+    w.History("b", Days(2), 8.0, 4.0);
+    const int32_t rest = 8 - c.victim_gpus;
+    w.Run(w.NewJob(rest, "b", Hours(8)), now - Hours(1), {{n0, Gpus(rest)}});  // protected
+    const JobSpec& victim =
+        w.NewJob(c.victim_gpus, c.victim_funded ? "b" : "", Seconds(0), c.victim_class);
+    w.Run(victim, now - Seconds(20), {{n0, Gpus(c.victim_gpus)}});
+    const JobSpec& batch = w.NewJob(1, "a", Hours(1));
+    w.Pend(batch, now - Minutes(10));
+    if (c.debug_waits) w.Pend(w.NewJob(1, "b", Seconds(0), "debug"), now - Minutes(1));
+    PolicyConfig cfg;
+    cfg.quick_headroom = 1.0 / 8;
+    cfg.quick_headroom_max = 1.0 / 8;
+    cfg.quick_headroom_quiet = 0;  // no headroom while no debug job runs or waits
+    const Decisions d = w.Cycle(now, true, cfg);
+    if (!c.stopped) {
+      EXPECT_TRUE(d.stops.empty()) << c.name;
+      continue;
+    }
+    ASSERT_EQ(d.stops.size(), 1u) << c.name;
+    EXPECT_EQ(d.stops[0].job, victim.id) << c.name;
+    EXPECT_EQ(d.stops[0].for_job, batch.id) << c.name;
+  }
+}
+
 TEST(HourglassPolicy, AGangThatCannotFitGetsAReservation) {
   GangWorld g;
   const Decisions d = g.w.Cycle(g.now);
