@@ -31,9 +31,10 @@ struct JobRt {
   Seconds requeued_at{0};   // start of the current wait
   Seconds queued_since{0};  // its place in the queue: the latest submission (kept on requeue)
   int attempts = 0;
-  int resubmissions = 0;  // SimOptions::resubmit_after
-  int32_t token = 0;      // bumped on every start and stop, so stale events are ignored
-  int32_t run = -1;       // index into running_
+  int resubmissions = 0;         // SimOptions::resubmit_after
+  std::optional<Seconds> delay;  // JobRecord::delay
+  int32_t token = 0;             // bumped on every start and stop, so stale events are ignored
+  int32_t run = -1;              // index into running_
   int32_t preempt_record = -1;
   bool stop_ends_job = false;  // stopped for max_runtime: ends failed, not requeued
   std::vector<Seconds> waits;
@@ -513,6 +514,7 @@ void Engine::EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_
     saved =
         Seconds(ran.value() / sim.checkpoint_interval.value() * sim.checkpoint_interval.value());
   const bool stopped_early = final_state != JobState::kSucceeded;
+  if (!stopped_early) rt.delay = now_ - s.submit - sim.duration;
   if (stopped_early && rt.preempt_record >= 0 && !rt.stop_ends_job)
     result_.preemptions[static_cast<size_t>(rt.preempt_record)].lost_gpu_hours =
         GpuSeconds(s.gpus, ran - saved) / 3600.0;
@@ -821,6 +823,7 @@ SimResult Engine::Run() {
     rec.final_state = rt.state;
     rec.attempts = rt.attempts;
     rec.resubmissions = rt.resubmissions;
+    rec.delay = rt.delay;
     if (rt.submitted) result_.jobs.push_back(std::move(rec));
   }
   // Budget totals: leaves as accounted, parents as sums; depth-first order.

@@ -109,6 +109,7 @@ Measures Compute(const SimResult& r) {
   std::map<std::string, Samples> by_class;
   std::array<Samples, kSizeBuckets.size()> by_size;
   Samples all;
+  std::map<std::string, std::vector<int64_t>> delays;
   for (const JobRecord& j : r.jobs) {
     Samples& c = by_class[ClassKey(j.job_class)];
     Samples& s = by_size[SizeBucket(j.gpus)];
@@ -126,6 +127,7 @@ Measures Compute(const SimResult& r) {
     ++m.jobs.submitted;
     if (started) ++m.jobs.started;
     m.jobs.resubmissions += j.resubmissions;
+    if (j.delay) delays[ClassKey(j.job_class)].push_back(j.delay->value());
     switch (j.final_state) {
       case JobState::kPending:
         ++m.jobs.pending;
@@ -156,6 +158,7 @@ Measures Compute(const SimResult& r) {
     m.wait_by_size[i] = Summarise(std::move(by_size[i].waits), by_size[i].never_started);
   }
   m.wait_all = Summarise(std::move(all.waits), all.never_started);
+  for (auto& [cls, d] : delays) m.delay_by_class[cls] = Summarise(std::move(d), 0);
 
   // Preemptions. Every cause and every class of the workload appear, zeros included, so tools
   // see the same keys whichever policy ran.
@@ -265,6 +268,10 @@ nlohmann::json PolicyJson(const SimResult& r) {
   for (const auto& [cls, w] : m.wait_by_class) wait[cls] = WaitJson(w);
   wait["all"] = WaitJson(m.wait_all);
   p["wait_s"] = std::move(wait);
+  nlohmann::json delay = nlohmann::json::object();
+  for (const auto& [cls, w] : m.delay_by_class)
+    delay[cls] = {{"p50", Int(w.p50)}, {"p90", Int(w.p90)}, {"p99", Int(w.p99)}, {"jobs", w.count}};
+  p["delay_s"] = std::move(delay);
   nlohmann::json by_size = nlohmann::json::object();
   for (size_t i = 0; i < kSizeBuckets.size(); ++i)
     by_size[kSizeBuckets[i]] = WaitJson(m.wait_by_size[i]);
@@ -500,6 +507,15 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
     });
   }
   wait_rows("all", [](const Measures& m) -> const WaitStats& { return m.wait_all; });
+  // Submission to completion beyond the job's duration, over completed jobs (JobRecord::delay).
+  for (const std::string& cls : classes) {
+    auto delay = [&](const Measures& m) -> const WaitStats& {
+      auto it = m.delay_by_class.find(cls);
+      return it == m.delay_by_class.end() ? kNone : it->second;
+    };
+    row(cls + " delay p50", [&](const Measures& m) { return Duration(delay(m).p50); });
+    row(cls + " delay p90", [&](const Measures& m) { return Duration(delay(m).p90); });
+  }
   for (size_t i = 0; i < kSizeBuckets.size(); ++i) {
     const std::string label = SizeLabel(i);
     row(label + " wait p90", [&](const Measures& m) { return Duration(m.wait_by_size[i].p90); });

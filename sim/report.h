@@ -96,6 +96,9 @@ struct Measures {
   std::map<std::string, WaitStats> wait_by_class;
   WaitStats wait_all;
   std::array<WaitStats, kSizeBuckets.size()> wait_by_size;
+  // Per class, over jobs that completed: JobRecord::delay (count: completed jobs). Unlike the
+  // wait, it sees a start that did not last: the lost run, and any resubmission, add to it.
+  std::map<std::string, WaitStats> delay_by_class;
   // Funded jobs' waiting job-hours per size bucket, split by what the cluster held meanwhile
   // (sim/wait_split.h): short of GPUs, fragmented, or placeable.
   std::array<WaitSplit, kSizeBuckets.size()> funded_wait_split;

@@ -367,6 +367,7 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
                                          "capacity_gpu_hours",
                                          "contract_violations",
                                          "cycles",
+                                         "delay_s",
                                          "drains",
                                          "entitlement_by_level",
                                          "entitlement_delivered",

@@ -44,7 +44,17 @@ TEST(Resubmit, AKilledJobComesBackAfterTheDelayAndRunsFromScratch) {
   EXPECT_NEAR(on.preemptions[0].lost_gpu_hours, 8.0 * 660 / 3600, 1e-9);
   // It ran 7,200 s from 1,260 s: allocated GPU-hours cover both runs in full.
   EXPECT_NEAR(on.allocated_gpu_hours, 8.0 * (660 + 600 + 7200) / 3600, 1e-9);
+  // Its delay counts from its first submission: the lost run, the 300 s until it came back and
+  // its second wait (1,260 s in all). Without the model it never completes and has none.
+  ASSERT_TRUE(killed.delay.has_value());
+  EXPECT_EQ(*killed.delay, Seconds(1260));
+  EXPECT_FALSE(off.jobs[0].delay.has_value());
+  ASSERT_TRUE(on.jobs[1].delay.has_value());
+  EXPECT_EQ(*on.jobs[1].delay, Seconds(60));  // the funded job: its wait for the victim's grace
   const Measures m = Compute(on);
+  EXPECT_EQ(m.delay_by_class.at("sweep").p50, 1260);
+  EXPECT_EQ(m.delay_by_class.at("sweep").count, 1);
+  EXPECT_EQ(Compute(off).delay_by_class.count("sweep"), 0u);
   EXPECT_EQ(m.jobs.resubmissions, 1);
   EXPECT_EQ(m.jobs.succeeded, 2);
   EXPECT_EQ(m.jobs.preempted, 0);

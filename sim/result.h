@@ -20,6 +20,10 @@ struct JobRecord {
   JobState final_state = JobState::kPending;  // kPending/kRunning if the run ended first
   int attempts = 0;                           // starts
   int resubmissions = 0;  // submitted again after it was killed (SimOptions::resubmit_after)
+  // A job that completed: its end minus its submission minus its duration. What it spent not
+  // making progress it kept: waits, runs lost to preemption, reloads after a requeue, and the
+  // time until its user submitted it again.
+  std::optional<Seconds> delay;
 };
 
 enum class StopCause {
