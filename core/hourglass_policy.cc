@@ -69,9 +69,10 @@ class Cycle {
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
   // once the victims have gone and j has what it needs, fewer GPUs would be free than the
-  // headroom then asks for (each stopped quick job widens it by what it held), so j could not
-  // take them. `holder`: j would get the reservation, and may take the headroom's GPUs when it
-  // needs more than the headroom keeps (Process).
+  // headroom then asks for, so j could not take them. A stopped quick job no longer fills the
+  // headroom, and, unless it is requeued, no longer asks for it either. `holder`: j would get the
+  // reservation, and may take the headroom's GPUs when it needs more than the headroom keeps
+  // (Process).
   bool Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) const;
   bool TryReserve(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
@@ -105,13 +106,21 @@ class Cycle {
            !r.took_freed && fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
-  bool HeadroomAllows(const JobSpec& j) const { return HeadroomAllowsAfter(j, 0, 0); }
-  // Whether j could take free GPUs beside the debug headroom once `freed` more GPUs are free,
-  // `quick_freed` of them from stopped quick jobs (which owe the headroom what they held).
-  bool HeadroomAllowsAfter(const JobSpec& j, int64_t freed, int64_t quick_freed) const;
-  // GPUs the headroom still asks to keep free, with `quick_freed` GPUs of quick jobs stopped.
-  int64_t RequiredFree(int64_t quick_freed = 0) const {
-    return std::max<int64_t>(0, headroom_gap_ + quick_freed);
+  bool HeadroomAllows(const JobSpec& j) const;
+  // The debug headroom for quick jobs holding or asking for `quick` GPUs: it grows with them from
+  // quick_headroom up to quick_headroom_max, and shrinks to quick_headroom_quiet without them.
+  int64_t Headroom(int64_t quick) const {
+    int64_t h = std::max(headroom_base_, std::min(headroom_most_, quick));
+    if (cfg_.quick_headroom_quiet >= 0 && quick == 0)
+      h = std::min<int64_t>(h, cfg_.quick_headroom_quiet);
+    return h;
+  }
+  // GPUs the headroom still asks to keep free: what the quick jobs running do not fill. With
+  // quick jobs of `quick_freed` GPUs stopped, `quick_gone` of them not resumable: those will not
+  // wait again, so the headroom shrinks with them; the rest are requeued and still ask for it.
+  int64_t RequiredFree(int64_t quick_freed = 0, int64_t quick_gone = 0) const {
+    return std::max<int64_t>(0,
+                             Headroom(quick_asking_ - quick_gone) - (quick_running_ - quick_freed));
   }
   // Until when fair share may not stop r: a quick job's first quick_protect seconds of its run.
   // Asked for every candidate victim: the option's test first, as it is off by default.
@@ -187,7 +196,9 @@ class Cycle {
   // Every pending funded job as the walk sees it, in the snapshot's order: read from the specs
   // in one pass in Setup, as the queue may be tens of thousands long and each spec a cache miss.
   std::vector<Queued> queued_;
-  int64_t headroom_gap_ = 0;     // the headroom minus quick jobs' GPUs (RequiredFree)
+  int64_t headroom_base_ = 0, headroom_most_ = 0;  // GPUs: PolicyConfig's fractions of capacity
+  int64_t quick_asking_ = 0;     // GPUs of quick jobs running or waiting when the cycle began
+  int64_t quick_running_ = 0;    // GPUs of quick jobs running, those started in this cycle too
   int64_t headroom_left_ = 0;    // pending jobs that may use the headroom, not reached yet
   int64_t quick_unstarted_ = 0;  // pending quick jobs not started in this cycle (yet)
   Seconds reservation_due_ = kNever;
@@ -310,12 +321,10 @@ void Cycle::Setup() {
       kMaxPlanNodeVisits / std::max<int64_t>(1, static_cast<int64_t>(cs_.size()));
   max_plans_ = static_cast<int>(std::clamp<int64_t>(by_size, kMinPreemptPlans, kMaxPreemptPlans));
   const auto capacity = static_cast<double>(cs_.capacity());
-  const auto base = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
-  const auto most = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
-  int64_t headroom = std::max(base, std::min(most, quick_running + quick_waiting));
-  if (cfg_.quick_headroom_quiet >= 0 && quick_running + quick_waiting == 0)
-    headroom = std::min<int64_t>(headroom, cfg_.quick_headroom_quiet);
-  headroom_gap_ = headroom - quick_running;
+  headroom_base_ = static_cast<int64_t>(std::llround(cfg_.quick_headroom * capacity));
+  headroom_most_ = static_cast<int64_t>(std::llround(cfg_.quick_headroom_max * capacity));
+  quick_asking_ = quick_running + quick_waiting;
+  quick_running_ = quick_running;
 }
 
 bool Cycle::WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const {
@@ -337,10 +346,10 @@ bool Cycle::MayUseReserved(const JobSpec& j) const {
   return j.max_runtime && s_.now + *j.max_runtime <= reservation_due_;
 }
 
-bool Cycle::HeadroomAllowsAfter(const JobSpec& j, int64_t freed, int64_t quick_freed) const {
+bool Cycle::HeadroomAllows(const JobSpec& j) const {
   // The arithmetic first: it settles most calls without comparing class names.
-  const int64_t left = cs_.total_free() + freed - j.gpus.value();
-  if (left >= RequiredFree(quick_freed) || IsQuick(j)) return true;
+  const int64_t left = cs_.total_free() - j.gpus.value();
+  if (left >= RequiredFree() || IsQuick(j)) return true;
   // A session takes what the debug jobs do not need now: none waits, and the room for the next
   // one (the quiet headroom) stays free. Sessions hold their GPUs for hours; debug bursts come
   // first.
@@ -352,7 +361,7 @@ void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode cod
   cs_.Take(slices, p.spec->funded());
   if (p.spec->funded()) AddAlloc(p.spec->budget, p.spec->gpus.value());
   if (IsQuick(*p.spec)) {
-    headroom_gap_ -= p.spec->gpus.value();
+    quick_running_ += p.spec->gpus.value();
     --quick_unstarted_;
   }
   out_.starts.push_back(StartDecision{p.spec->id, std::move(slices), Reason{code, {}, {}, 0, 0}});
@@ -480,17 +489,24 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
 
 bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) const {
   if (IsQuick(j)) return false;
-  int64_t freed = 0, quick_freed = 0;
+  int64_t freed = 0, quick_freed = 0, quick_gone = 0;
   bool funded = false;
   for (size_t v : plan.victims) {
     const RunningJob& r = s_.running[v];
-    freed += r.gpus().value();
-    if (IsQuick(*r.spec)) quick_freed += r.gpus().value();
+    const int64_t g = r.gpus().value();
+    freed += g;
+    if (IsQuick(*r.spec)) {
+      quick_freed += g;
+      if (!r.spec->resumable) quick_gone += g;
+    }
     funded = funded || r.spec->funded();
   }
   if (!funded) return false;
-  if (holder && j.gpus.value() > RequiredFree(quick_freed)) return false;
-  return !HeadroomAllowsAfter(j, freed, quick_freed);
+  const int64_t required = RequiredFree(quick_freed, quick_gone);
+  if (holder && j.gpus.value() > required) return false;
+  // A session may start on the headroom's idle GPUs (HeadroomAllows), but not stop funded work
+  // to make some: it counts as long work here.
+  return cs_.total_free() + freed - j.gpus.value() < required;
 }
 
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {

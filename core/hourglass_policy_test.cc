@@ -774,30 +774,34 @@ TEST(HourglassPolicy, WaitingQuickJobsWidenTheHeadroom) {
 }
 
 // Long work does not stop funded work whose GPUs would only refill the debug headroom. One
-// 8-GPU node, the headroom 1 GPU; b (over its share) holds 7 GPUs with protected work and one
-// more with `victim`, past its protection; a's 1-GPU batch job, first in fair-share order, finds
-// no free GPU. Stopping a funded victim of 1 GPU would leave 0 free where the headroom asks for 1
-// (a debug job of b waits, or the victim was a debug job on the headroom itself), so a's job
-// would not get it: the next debug job would, and would be a's cheapest victim in turn (on
-// philly-dev, most of hourglass's debug runs stopped within a minute of their start). An
-// unfunded victim still goes (its GPU refilling the headroom is what debug jobs wait for), and
-// so does a 2-GPU victim, whose GPUs cover both, or a victim while no debug job runs or waits
-// (the headroom shrinks to none).
+// 8-GPU node, the headroom 1 GPU while debug jobs run or wait and none otherwise; b (over its
+// share) holds 7 GPUs with protected work and one more with `victim`, past its protection; a's
+// 1-GPU batch job, first in fair-share order, finds no free GPU. Stopping a funded victim of 1
+// GPU would leave 0 free where the headroom asks for 1 (a debug job of b waits, or the victim is
+// a debug job on the headroom that will wait again, requeued), so a's job would not get it: the
+// next debug job would, and would be a's cheapest victim in turn (on philly-dev, most of
+// hourglass's debug runs stopped within a minute of their start). An unfunded victim still goes
+// (its GPU refilling the headroom is what debug jobs wait for), and so does a 2-GPU victim, whose
+// GPUs cover both, or a victim while no other debug job runs or waits (the headroom shrinks to
+// none).
 TEST(HourglassPolicy, LongWorkDoesNotStopFundedWorkWhoseGpusWouldOnlyRefillTheHeadroom) {
   struct Case {
     const char* name;
     int32_t victim_gpus;
     bool victim_funded;
     std::string victim_class;
+    bool victim_resumable;
     bool debug_waits;
     bool stopped;
   };
   const std::vector<Case> cases = {
-      {"funded batch, a debug job waits", 1, true, "batch", true, false},
-      {"a debug job on the headroom", 1, true, "debug", false, false},
-      {"funded batch, no debug job", 1, true, "batch", false, true},
-      {"unfunded, a debug job waits", 1, false, "sweep", true, true},
-      {"2 GPUs: enough for both", 2, true, "batch", true, true},
+      {"funded batch, a debug job waits", 1, true, "batch", false, true, false},
+      {"a debug job on the headroom, another waits", 1, true, "debug", false, true, false},
+      {"a resumable debug job on the headroom", 1, true, "debug", true, false, false},
+      {"a debug job on the headroom, no other", 1, true, "debug", false, false, true},
+      {"funded batch, no debug job", 1, true, "batch", false, false, true},
+      {"unfunded, a debug job waits", 1, false, "sweep", false, true, true},
+      {"2 GPUs: enough for both", 2, true, "batch", false, true, true},
   };
   const Seconds now = Days(2);
   for (const Case& c : cases) {
@@ -807,8 +811,9 @@ TEST(HourglassPolicy, LongWorkDoesNotStopFundedWorkWhoseGpusWouldOnlyRefillTheHe
     w.History("b", Days(2), 8.0, 4.0);
     const int32_t rest = 8 - c.victim_gpus;
     w.Run(w.NewJob(rest, "b", Hours(8)), now - Hours(1), {{n0, Gpus(rest)}});  // protected
-    const JobSpec& victim =
+    JobSpec& victim =
         w.NewJob(c.victim_gpus, c.victim_funded ? "b" : "", Seconds(0), c.victim_class);
+    victim.resumable = c.victim_resumable;
     w.Run(victim, now - Seconds(20), {{n0, Gpus(c.victim_gpus)}});
     const JobSpec& batch = w.NewJob(1, "a", Hours(1));
     w.Pend(batch, now - Minutes(10));
