@@ -140,18 +140,7 @@ int RunCompare(const CompareArgs& a) {
   sim::Comparison cmp;
   cmp.mapping = in->mapping;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
-  auto results = sim::SimulateAll(
-      in->scenario, policies, *threads,
-      [&](size_t i) {
-        sim::SimOptions run = opt;
-        const std::string policy(policies[i]->name());
-        run.progress = [&progress, &in, policy](Seconds t, int64_t events) {
-          progress.Update(policy, t, in->scenario.end, events);
-        };
-        return run;
-      },
-      [&](size_t i) { progress.Finish(policies[i]->name()); });
-  progress.Done();
+  auto results = sim::SimulateAllShowingProgress(in->scenario, policies, *threads, opt, progress);
   for (auto& r : results) {
     if (!r) return fail(r.error());
     cmp.runs.push_back(std::move(*r));

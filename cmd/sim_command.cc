@@ -183,25 +183,16 @@ int RunSim(const SimArgs& a) {
   std::vector<std::ostringstream> logs(policies.size());
   std::vector<sim::SimResult> runs;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
-  auto results = sim::SimulateAll(
-      *sc, policies, *threads,
-      [&](size_t i) {
-        sim::SimOptions run = opt;
+  auto results = sim::SimulateAllShowingProgress(
+      *sc, policies, *threads, opt, progress, [&](size_t i, sim::SimOptions& run) {
+        if (a.decisions.empty()) return;
         const std::string policy(policies[i]->name());
-        run.progress = [&progress, &sc, policy](Seconds t, int64_t events) {
-          progress.Update(policy, t, sc->end, events);
+        run.decision_log = [&log = logs[i], policy](const sim::DecisionLogEntry& e) {
+          nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
+                              {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
+          log << j.dump() << "\n";
         };
-        if (!a.decisions.empty()) {
-          run.decision_log = [&log = logs[i], policy](const sim::DecisionLogEntry& e) {
-            nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
-                                {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
-            log << j.dump() << "\n";
-          };
-        }
-        return run;
-      },
-      [&](size_t i) { progress.Finish(policies[i]->name()); });
-  progress.Done();
+      });
   for (size_t i = 0; i < results.size(); ++i) {
     if (!results[i]) return fail(results[i].error());
     runs.push_back(std::move(*results[i]));

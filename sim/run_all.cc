@@ -45,4 +45,24 @@ std::vector<Result<SimResult>> SimulateAll(const Scenario& sc,
   return results;
 }
 
+std::vector<Result<SimResult>> SimulateAllShowingProgress(
+    const Scenario& sc, std::span<const std::unique_ptr<Policy>> policies, int threads,
+    const SimOptions& base, ProgressLine& progress,
+    const std::function<void(size_t, SimOptions&)>& extra) {
+  auto results = SimulateAll(
+      sc, policies, threads,
+      [&](size_t i) {
+        SimOptions run = base;
+        const std::string policy(policies[i]->name());
+        run.progress = [&progress, &sc, policy](Seconds t, int64_t events) {
+          progress.Update(policy, t, sc.end, events);
+        };
+        if (extra) extra(i, run);
+        return run;
+      },
+      [&](size_t i) { progress.Finish(policies[i]->name()); });
+  progress.Done();
+  return results;
+}
+
 }  // namespace hg::sim

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/policy.h"
 #include "sim/engine.h"
+#include "sim/progress.h"
 
 namespace hg::sim {
 
@@ -24,5 +25,13 @@ std::vector<Result<SimResult>> SimulateAll(const Scenario& sc,
                                            int threads,
                                            const std::function<SimOptions(size_t)>& options_for,
                                            const std::function<void(size_t)>& finished = {});
+
+// SimulateAll as `hourglass sim` and `sim compare` run it: every run gets `base`, shows its
+// progress on `progress` under its policy's name and leaves the line when it ends; `extra(i,
+// options)`, when given, adds what else run i needs (a decision log). Ends the progress line.
+std::vector<Result<SimResult>> SimulateAllShowingProgress(
+    const Scenario& sc, std::span<const std::unique_ptr<Policy>> policies, int threads,
+    const SimOptions& base, ProgressLine& progress,
+    const std::function<void(size_t, SimOptions&)>& extra = {});
 
 }  // namespace hg::sim
