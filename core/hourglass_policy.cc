@@ -107,6 +107,15 @@ class Cycle {
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
   bool HeadroomAllows(const JobSpec& j) const;
+  // Whether j may start on GPUs the debug headroom keeps, leaving `left` GPUs free: a quick job
+  // may; a session takes what the debug jobs do not need now: none waits, and the room for the
+  // next one (the quiet headroom) stays free. Sessions hold their GPUs for hours; debug bursts
+  // come first.
+  bool MayTakeHeadroom(const JobSpec& j, int64_t left) const {
+    if (IsQuick(j)) return true;
+    return SessionOnHeadroom(j) && quick_unstarted_ == 0 &&
+           left >= std::max(0, cfg_.quick_headroom_quiet);
+  }
   // The debug headroom for quick jobs holding or asking for `quick` GPUs: it grows with them from
   // quick_headroom up to quick_headroom_max, and shrinks to quick_headroom_quiet without them.
   int64_t Headroom(int64_t quick) const {
@@ -349,12 +358,7 @@ bool Cycle::MayUseReserved(const JobSpec& j) const {
 bool Cycle::HeadroomAllows(const JobSpec& j) const {
   // The arithmetic first: it settles most calls without comparing class names.
   const int64_t left = cs_.total_free() - j.gpus.value();
-  if (left >= RequiredFree() || IsQuick(j)) return true;
-  // A session takes what the debug jobs do not need now: none waits, and the room for the next
-  // one (the quiet headroom) stays free. Sessions hold their GPUs for hours; debug bursts come
-  // first.
-  return SessionOnHeadroom(j) && quick_unstarted_ == 0 &&
-         left >= std::max(0, cfg_.quick_headroom_quiet);
+  return left >= RequiredFree() || MayTakeHeadroom(j, left);
 }
 
 void Cycle::Start(const PendingJob& p, std::vector<Slice> slices, ReasonCode code) {
@@ -773,20 +777,27 @@ bool Cycle::NothingMoreCanStart() const {
 void Cycle::PlaceUnfunded() {
   // Unfunded work is served first come, first served; a full cluster ends the pass early.
   FailureCache& fc = failed_.back();
+  // Jobs of up to `room` GPUs leave the headroom free (HeadroomAllows): most of a queue tens of
+  // thousands long is settled by its size alone, without working out the headroom for each job.
+  // Only a start moves it.
+  int64_t room = cs_.total_free() - RequiredFree();
   for (const PendingJob& pj : s_.pending_unfunded) {
     if (!pj.spec) continue;
     const PendingJob* p = &pj;
-    if (!s_.explain && (cs_.total_free() <= RequiredFree() || fc.single <= 1)) break;
-    const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
-    if (fc.Known(shape) || !HeadroomAllows(*p->spec)) {
+    if (!s_.explain && (room <= 0 || fc.single <= 1)) break;
+    const int64_t gpus = p->spec->gpus.value();
+    if ((gpus > room && !MayTakeHeadroom(*p->spec, cs_.total_free() - gpus)) ||
+        fc.Known(cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node))) {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
       continue;
     }
+    const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
     // Unfunded work stays off GPUs a funded job will soon need: it would only be preempted
     // again within a cycle or two, wasting its grace period and its restart.
     const bool lend = s_.now + cfg_.reservation_lend_margin <= reservation_due_;
     if (auto slices = cs_.Find(shape, lend, false)) {
       Start(*p, std::move(*slices), ReasonCode::kStartFree);
+      room = cs_.total_free() - RequiredFree();
     } else {
       fc.Add(shape);
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
