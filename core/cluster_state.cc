@@ -13,27 +13,37 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
   block_.resize(n);
   ready_.resize(n);
   // Blocks are numbered in name order. This runs every cycle and nodes of a block usually come
-  // together, so names are compared with the previous node's before any search, and nothing is
-  // copied.
+  // together, so each node's name is compared with the previous node's once (runs of one name),
+  // only a run's first name is searched for, nothing is copied, and each block's list of nodes
+  // is sized before it is filled.
+  std::vector<size_t> run_starts;  // nodes whose block differs from the previous node's
   std::vector<const std::string*> names;
-  for (const Node& node : nodes)
-    if (names.empty() || *names.back() != node.block) names.push_back(&node.block);
+  for (size_t i = 0; i < n; ++i)
+    if (i == 0 || nodes[i].block != nodes[i - 1].block) {
+      run_starts.push_back(i);
+      names.push_back(&nodes[i].block);
+    }
+  std::vector<const std::string*> runs = names;
   auto by_name = [](const std::string* a, const std::string* b) { return *a < *b; };
   std::sort(names.begin(), names.end(), by_name);
   names.erase(std::unique(names.begin(), names.end(),
                           [](const std::string* a, const std::string* b) { return *a == *b; }),
               names.end());
+  std::vector<size_t> per_block(names.size(), 0);
+  for (size_t r = 0; r < run_starts.size(); ++r) {
+    const auto it = std::lower_bound(names.begin(), names.end(), runs[r], by_name);
+    const auto b = static_cast<int32_t>(it - names.begin());
+    const size_t end = r + 1 < run_starts.size() ? run_starts[r + 1] : n;
+    std::fill(block_.begin() + static_cast<std::ptrdiff_t>(run_starts[r]),
+              block_.begin() + static_cast<std::ptrdiff_t>(end), b);
+    per_block[static_cast<size_t>(b)] += end - run_starts[r];
+  }
   block_nodes_.resize(names.size());
+  for (size_t b = 0; b < names.size(); ++b) block_nodes_[b].reserve(per_block[b]);
   for (size_t i = 0; i < n; ++i) {
     assert(nodes[i].id.value() == static_cast<int32_t>(i));
     free_[i] = nodes[i].gpus.value();
     ready_[i] = nodes[i].state == NodeState::kReady;
-    if (i > 0 && nodes[i].block == nodes[i - 1].block) {
-      block_[i] = block_[i - 1];
-    } else {
-      const auto it = std::lower_bound(names.begin(), names.end(), &nodes[i].block, by_name);
-      block_[i] = static_cast<int32_t>(it - names.begin());
-    }
     block_nodes_[static_cast<size_t>(block_[i])].push_back(nodes[i].id);
     max_gpus_ = std::max(max_gpus_, nodes[i].gpus.value());
   }
