@@ -426,9 +426,10 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
-  // Every slice but an uneven gang's last is shape.per_node GPUs: no node to host one, no plan.
+  // Every slice but an uneven gang's last is shape.per_node GPUs, each on a node of its own:
+  // fewer nodes to host one than the gang has such slices, no plan.
   const std::vector<int32_t>& visit = CouldHost(shape.per_node);
-  if (visit.empty()) return false;
+  if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
                              MayUseReserved(j), may_leave_, visit, soon_);
   if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
