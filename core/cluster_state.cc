@@ -43,7 +43,7 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
   for (size_t i = 0; i < n; ++i) {
     assert(nodes[i].id.value() == static_cast<int32_t>(i));
     free_[i] = nodes[i].gpus.value();
-    ready_[i] = nodes[i].state == NodeState::kReady;
+    ready_[i] = nodes[i].state == NodeState::kReady ? 1 : 0;
     block_nodes_[static_cast<size_t>(block_[i])].push_back(nodes[i].id);
     max_gpus_ = std::max(max_gpus_, nodes[i].gpus.value());
   }
