@@ -16,7 +16,7 @@ namespace hg {
 
 Decisions FifoBackfillPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
-  std::vector<bool> stopping(snap.running.size());
+  std::vector<uint8_t> stopping(snap.running.size());  // bytes: see RunningIndex::stopping
   for (size_t i = 0; i < snap.running.size(); ++i) stopping[i] = snap.running[i].stopping;
   // A FIFO/backfill site does not preempt; a modern one drains nodes gracefully.
   Housekeeping(snap, HousekeepingOptions{true}, stopping, out);

@@ -186,7 +186,7 @@ class Cycle {
   const BudgetTree& tree_;
   ClusterState cs_;
   Decisions out_;
-  std::vector<bool> stopping_;
+  std::vector<uint8_t> stopping_;  // bytes, not bits: see RunningIndex::stopping
   NodeJobs on_node_;
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).

@@ -2,7 +2,7 @@
 
 namespace hg {
 
-void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::vector<bool>& stopping,
+void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::span<uint8_t> stopping,
                   Decisions& out) {
   const Seconds now = snap.now;
   std::vector<int> jobs_on(snap.nodes.size(), 0);

@@ -2,6 +2,8 @@
 // end, draining nodes shed their jobs, and empty draining nodes become drained.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/decision.h"
@@ -17,7 +19,7 @@ struct HousekeepingOptions {
 
 // Appends stops and node changes to `out` and marks the stopped jobs in `stopping` (indexed like
 // snap.running; it must start as each job's `stopping` flag).
-void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::vector<bool>& stopping,
+void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::span<uint8_t> stopping,
                   Decisions& out);
 
 }  // namespace hg

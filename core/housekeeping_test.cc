@@ -46,7 +46,7 @@ struct World {
 
   struct Out {
     Decisions d;
-    std::vector<bool> stopping;
+    std::vector<uint8_t> stopping;
   };
   Out Cycle(Seconds now, bool honor_contract = true) const {
     Snapshot snap;

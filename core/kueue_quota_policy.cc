@@ -38,7 +38,7 @@ int64_t KueueNominalQuota(const BudgetTree& tree, BudgetId project, int64_t capa
 Decisions KueueQuotaPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
   RunningIndex ix = IndexRunning(snap);
-  std::vector<bool>& stopping = ix.stopping;
+  std::vector<uint8_t>& stopping = ix.stopping;
   const NodeJobs& on_node = ix.on_node;
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   // min_runtime is the protection the site configures: drains wait for it too.

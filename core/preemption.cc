@@ -29,7 +29,7 @@ struct NodeCost {
 
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
-    const NodeJobs& on_node, const std::vector<bool>& stopping,
+    const NodeJobs& on_node, std::span<const uint8_t> stopping,
     const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
     std::span<const int32_t> may_leave, std::span<const int32_t> visit,
     std::span<const Soon> soon) {

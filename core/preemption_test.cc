@@ -46,21 +46,19 @@ struct World {
   }
 
   // The `stopping` argument of Plan with one running job leaving.
-  std::vector<bool> Leaving(size_t i) const {
-    std::vector<bool> stopping(running.size(), false);
+  std::vector<uint8_t> Leaving(size_t i) const {
+    std::vector<uint8_t> stopping(running.size(), 0);
     stopping[i] = true;
     return stopping;
   }
 
-  std::optional<PreemptionPlan> Plan(const Shape& shape, int32_t gpus,
-                                     std::function<bool(size_t)> eligible = nullptr,
-                                     std::vector<bool> stopping = {}, bool may_use_reserved = false,
-                                     const ClusterState* cs_in = nullptr,
-                                     std::span<const int32_t> may_leave = {},
-                                     std::span<const int32_t> visit = {},
-                                     std::span<const Soon> soon = {}) const {
+  std::optional<PreemptionPlan> Plan(
+      const Shape& shape, int32_t gpus, std::function<bool(size_t)> eligible = nullptr,
+      std::vector<uint8_t> stopping = {}, bool may_use_reserved = false,
+      const ClusterState* cs_in = nullptr, std::span<const int32_t> may_leave = {},
+      std::span<const int32_t> visit = {}, std::span<const Soon> soon = {}) const {
     const NodeJobs on_node(running, nodes.size());
-    if (stopping.empty()) stopping.assign(running.size(), false);
+    if (stopping.empty()) stopping.assign(running.size(), 0);
     if (!eligible) eligible = [](size_t) { return true; };
     const ClusterState cs(nodes, running);
     return PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
@@ -202,7 +200,7 @@ TEST(PlanPreemption, IneligibleAndStoppingJobsAreNeverChosen) {
   const size_t leaving = w.Run({{b, Gpus(8)}}, false, Seconds(1));
   const size_t costly = w.Run({{c, Gpus(8)}}, true, Hours(9));
   auto eligible = [&](size_t i) { return i != protected_job; };
-  const std::vector<bool> stopping = w.Leaving(leaving);
+  const std::vector<uint8_t> stopping = w.Leaving(leaving);
   auto plan = w.Plan(Shape{8, 1, 0}, 8, eligible, stopping);
   ASSERT_TRUE(plan.has_value());
   EXPECT_EQ(plan->victims, (std::vector<size_t>{costly}));
@@ -221,7 +219,7 @@ TEST(PlanPreemption, SpareGpusOfLeavingJobsComeAfterUnfundedAndBeforeFundedVicti
   const NodeId b = w.AddNode(8);
   const size_t leaving = w.Run({{a, Gpus(8)}}, false, Hours(1));
   const size_t funded = w.Run({{b, Gpus(8)}}, true, Minutes(1));  // little work to lose
-  const std::vector<bool> stopping = w.Leaving(leaving);
+  const std::vector<uint8_t> stopping = w.Leaving(leaving);
   std::vector<Soon> soon(w.nodes.size());
   soon[0] = Soon{6, kNow + Seconds(120)};
   auto plan = w.Plan(Shape{2, 1, 0}, 2, nullptr, stopping, false, nullptr, {}, {}, soon);
@@ -237,7 +235,7 @@ TEST(PlanPreemption, SpareGpusOfLeavingJobsComeAfterUnfundedAndBeforeFundedVicti
   // An unfunded job elsewhere is stopped rather than waited around.
   const NodeId c = w.AddNode(8);
   const size_t sweep = w.Run({{c, Gpus(8)}}, false, Minutes(1));
-  const std::vector<bool> st = w.Leaving(leaving);
+  const std::vector<uint8_t> st = w.Leaving(leaving);
   soon.resize(w.nodes.size());
   auto unfunded = w.Plan(Shape{2, 1, 0}, 2, nullptr, st, false, nullptr, {}, {}, soon);
   ASSERT_TRUE(unfunded.has_value());
@@ -251,7 +249,7 @@ TEST(PlanPreemption, SpareGpusShortOfTheNeedAreToppedUpWithAVictim) {
   const NodeId c = w.AddNode(8);
   const size_t going = w.Run({{c, Gpus(4)}}, false, Hours(1));
   const size_t funded = w.Run({{c, Gpus(4)}}, true, Minutes(1));
-  const std::vector<bool> stopping = w.Leaving(going);
+  const std::vector<uint8_t> stopping = w.Leaving(going);
   std::vector<Soon> soon(1, Soon{3, kNow + Seconds(30)});
   auto plan = w.Plan(Shape{6, 1, 0}, 6, nullptr, stopping, false, nullptr, {}, {}, soon);
   ASSERT_TRUE(plan.has_value());
@@ -265,7 +263,7 @@ TEST(PlanPreemption, SpareGpusOnReservedGpusOnlyForJobsThatMayUseThem) {
   World w;
   const NodeId a = w.AddNode(8);
   const size_t leaving = w.Run({{a, Gpus(6)}}, false, Hours(1));
-  const std::vector<bool> stopping = w.Leaving(leaving);
+  const std::vector<uint8_t> stopping = w.Leaving(leaving);
   ClusterState cs(w.nodes, w.running);
   cs.Reserve(std::vector<Slice>{{a, Gpus(2)}});
   std::vector<Soon> soon(1, Soon{6, kNow + Seconds(120)});

@@ -15,7 +15,7 @@ namespace hg {
 Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
   RunningIndex ix = IndexRunning(snap);
-  std::vector<bool>& stopping = ix.stopping;
+  std::vector<uint8_t>& stopping = ix.stopping;
   const NodeJobs& on_node = ix.on_node;
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);

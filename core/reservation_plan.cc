@@ -6,7 +6,7 @@
 namespace hg {
 
 std::vector<std::vector<Release>> KnownReleases(const Snapshot& snap,
-                                                const std::vector<bool>& stopping,
+                                                std::span<const uint8_t> stopping,
                                                 const std::vector<const JobSpec*>& started,
                                                 const std::vector<StartDecision>& placements) {
   std::vector<std::vector<Release>> rel(snap.nodes.size());

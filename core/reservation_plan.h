@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>
@@ -34,7 +35,7 @@ struct ReservationPlan {
 // (`stopping[i]` marks those stopped in this cycle, gone within their grace period), jobs with a
 // max_runtime, and the jobs `started` in this cycle at `placements` (parallel vectors). Sorted.
 std::vector<std::vector<Release>> KnownReleases(const Snapshot& snap,
-                                                const std::vector<bool>& stopping,
+                                                std::span<const uint8_t> stopping,
                                                 const std::vector<const JobSpec*>& started,
                                                 const std::vector<StartDecision>& placements);
 

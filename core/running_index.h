@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <span>
 #include <vector>
@@ -29,7 +30,8 @@ class NodeJobs {
 };
 
 struct RunningIndex {
-  std::vector<bool> stopping;          // per running job: inside its grace period
+  // Bytes, not std::vector<bool>: PlanPreemption reads one per victim visit (no shift and mask).
+  std::vector<uint8_t> stopping;       // per running job: inside its grace period
   NodeJobs on_node;                    // per node: indices into Snapshot::running
   std::map<int64_t, Seconds> waiting;  // job id -> latest kill time of its victims
 };

@@ -59,7 +59,7 @@ TEST(IndexRunning, MarksLeavingJobsAndTheLatestKillOfEachWaitersVictims) {
   snap.nodes = nodes;
   snap.running = running;
   const RunningIndex ix = IndexRunning(snap);
-  EXPECT_EQ(ix.stopping, (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(ix.stopping, (std::vector<uint8_t>{1, 0, 1}));
   EXPECT_EQ(Jobs(ix.on_node, 1), (std::vector<size_t>{1, 2}));
   ASSERT_EQ(ix.waiting.count(7), 1u);
   EXPECT_EQ(ix.waiting.at(7), Seconds(160));

@@ -55,7 +55,7 @@ double SlurmPriority(const Snapshot& snap, const PendingJob& p, int64_t capacity
 Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
   Decisions out;
   RunningIndex ix = IndexRunning(snap);
-  std::vector<bool>& stopping = ix.stopping;
+  std::vector<uint8_t>& stopping = ix.stopping;
   const NodeJobs& on_node = ix.on_node;
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   // PreemptExemptTime = min_runtime: drains wait for funded jobs' protection too.
