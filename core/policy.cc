@@ -1,5 +1,7 @@
 #include "core/policy.h"
 
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include "core/fifo_backfill_policy.h"
@@ -40,8 +42,28 @@ std::string Dur(Seconds s) {
 }
 }  // namespace
 
+NodeSizes::NodeSizes(std::span<const Node> nodes) : nodes_(nodes.size()) {
+  std::map<int32_t, int64_t> count;
+  for (const Node& n : nodes) {
+    largest_ = std::max(largest_, n.gpus.value());
+    total_ += n.gpus.value();
+    ++count[n.gpus.value()];
+  }
+  count_.assign(count.begin(), count.end());
+}
+
+int64_t NodeSizes::Slots(int32_t per) const {
+  int64_t slots = 0;
+  for (const auto& [gpus, n] : count_) slots += n * (gpus / per);
+  return slots;
+}
+
 Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
                          const PolicyConfig& config) {
+  return ValidateJob(job, NodeSizes(nodes), config);
+}
+
+Result<void> ValidateJob(const JobSpec& job, const NodeSizes& cluster, const PolicyConfig& config) {
   if (job.gpus.value() <= 0) return Fail("gpus", "must be at least 1");
   if (job.gpus_per_node.value() < 0) return Fail("gpus_per_node", "must not be negative");
   if (job.gpus_per_node.value() > 0 && job.gpus.value() % job.gpus_per_node.value() != 0)
@@ -73,21 +95,16 @@ Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
     return Fail("grace", "exceeds the cap of " + Dur(config.grace_cap));
   // Could the job ever fit, with every node in service and empty?
   int32_t per = job.gpus_per_node.value();
-  int32_t largest = 0;
-  int64_t total = 0;
-  for (const Node& n : nodes) {
-    largest = std::max(largest, n.gpus.value());
-    total += n.gpus.value();
-  }
+  const int32_t largest = cluster.largest();
+  const int64_t total = cluster.total();
   if (per == 0) per = std::min(job.gpus.value(), largest);
   if (per > largest)
     return Fail("gpus_per_node", "no node has " + std::to_string(per) +
                                      " GPUs (largest: " + std::to_string(largest) + ")");
-  int64_t slots = 0;
-  for (const Node& n : nodes) slots += per > 0 ? n.gpus.value() / per : 0;
+  const int64_t slots = per > 0 ? cluster.Slots(per) : 0;
   if (job.gpus.value() > total || (per > 0 && slots * per < job.gpus.value()))
     return Fail("gpus", "the job can never fit this cluster (" + std::to_string(total) +
-                            " GPUs in " + std::to_string(nodes.size()) + " nodes)");
+                            " GPUs in " + std::to_string(cluster.nodes()) + " nodes)");
   return {};
 }
 

@@ -2,10 +2,13 @@
 // read no clock, do no I/O and start no thread; the simulator and the server both drive them.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/budget_tree.h"
@@ -133,8 +136,27 @@ PolicyConfig DeployedConfig();
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name, const PolicyConfig& config);
 std::vector<std::string> PolicyNames();
 
+// What ValidateJob asks of the cluster's nodes, computed once: the simulator checks every job of
+// a workload against the same nodes, and need not walk them for each.
+class NodeSizes {
+ public:
+  explicit NodeSizes(std::span<const Node> nodes);
+  int32_t largest() const { return largest_; }  // 0 without nodes
+  int64_t total() const { return total_; }
+  size_t nodes() const { return nodes_; }
+  // How many slices of `per` GPUs (> 0) the empty cluster holds, each on one node.
+  int64_t Slots(int32_t per) const;
+
+ private:
+  std::vector<std::pair<int32_t, int64_t>> count_;  // GPUs of a node -> nodes with that many
+  int32_t largest_ = 0;
+  int64_t total_ = 0;
+  size_t nodes_ = 0;
+};
+
 // Checks a job at submission against the cluster and the contract's caps.
 Result<void> ValidateJob(const JobSpec& job, std::span<const Node> nodes,
                          const PolicyConfig& config);
+Result<void> ValidateJob(const JobSpec& job, const NodeSizes& cluster, const PolicyConfig& config);
 
 }  // namespace hg

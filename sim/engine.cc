@@ -876,10 +876,11 @@ Result<void> Validate(const Scenario& sc, const PolicyConfig& config) {
     names[sc.nodes[i].name] = 1;
   }
   if (nodes.empty()) return tl::unexpected(In("cluster", 0, "nodes", "the cluster has no nodes"));
+  const NodeSizes sizes(nodes);
   for (const SimJob& j : sc.jobs) {
     if (!j.budget.empty() && !tree->Find(j.budget))
       return tl::unexpected(In("workload", j.line, "budget", "unknown budget '" + j.budget + "'"));
-    if (auto ok = ValidateJob(j.spec, nodes, config); !ok)
+    if (auto ok = ValidateJob(j.spec, sizes, config); !ok)
       return tl::unexpected(In("workload", j.line, ok.error().field, ok.error().reason));
     if (j.duration.value() <= 0)
       return tl::unexpected(In("workload", j.line, "duration", "must be positive"));
