@@ -43,18 +43,18 @@ std::string Dur(Seconds s) {
 }  // namespace
 
 NodeSizes::NodeSizes(std::span<const Node> nodes) : nodes_(nodes.size()) {
-  std::map<int32_t, int64_t> count;
+  std::map<Gpus, int64_t> count;
   for (const Node& n : nodes) {
-    largest_ = std::max(largest_, n.gpus.value());
+    largest_ = std::max(largest_, n.gpus);
     total_ += n.gpus.value();
-    ++count[n.gpus.value()];
+    ++count[n.gpus];
   }
   count_.assign(count.begin(), count.end());
 }
 
-int64_t NodeSizes::Slots(int32_t per) const {
+int64_t NodeSizes::Slots(Gpus per) const {
   int64_t slots = 0;
-  for (const auto& [gpus, n] : count_) slots += n * (gpus / per);
+  for (const auto& [gpus, n] : count_) slots += n * (gpus.value() / per.value());
   return slots;
 }
 
@@ -95,13 +95,13 @@ Result<void> ValidateJob(const JobSpec& job, const NodeSizes& cluster, const Pol
     return Fail("grace", "exceeds the cap of " + Dur(config.grace_cap));
   // Could the job ever fit, with every node in service and empty?
   int32_t per = job.gpus_per_node.value();
-  const int32_t largest = cluster.largest();
+  const int32_t largest = cluster.largest().value();
   const int64_t total = cluster.total();
   if (per == 0) per = std::min(job.gpus.value(), largest);
   if (per > largest)
     return Fail("gpus_per_node", "no node has " + std::to_string(per) +
                                      " GPUs (largest: " + std::to_string(largest) + ")");
-  const int64_t slots = per > 0 ? cluster.Slots(per) : 0;
+  const int64_t slots = per > 0 ? cluster.Slots(Gpus(per)) : 0;
   if (job.gpus.value() > total || (per > 0 && slots * per < job.gpus.value()))
     return Fail("gpus", "the job can never fit this cluster (" + std::to_string(total) +
                             " GPUs in " + std::to_string(cluster.nodes()) + " nodes)");

@@ -141,15 +141,15 @@ std::vector<std::string> PolicyNames();
 class NodeSizes {
  public:
   explicit NodeSizes(std::span<const Node> nodes);
-  int32_t largest() const { return largest_; }  // 0 without nodes
-  int64_t total() const { return total_; }
+  Gpus largest() const { return largest_; }  // 0 without nodes
+  int64_t total() const { return total_; }   // GPUs in all nodes (int64: a sum of counts)
   size_t nodes() const { return nodes_; }
   // How many slices of `per` GPUs (> 0) the empty cluster holds, each on one node.
-  int64_t Slots(int32_t per) const;
+  int64_t Slots(Gpus per) const;
 
  private:
-  std::vector<std::pair<int32_t, int64_t>> count_;  // GPUs of a node -> nodes with that many
-  int32_t largest_ = 0;
+  std::vector<std::pair<Gpus, int64_t>> count_;  // GPUs of a node -> nodes with that many
+  Gpus largest_{0};
   int64_t total_ = 0;
   size_t nodes_ = 0;
 };
