@@ -260,6 +260,30 @@ new_case
 check jobs_negative "" "" --jobs --jobs -1
 new_case
 check resubmit_after_below_minus_one "" "" --resubmit-after --resubmit-after -2
+new_case
+check interval_zero "" "" --interval --interval 0
+
+# Three whole-node jobs on two nodes: the third waits an hour. --cycle-while-waiting runs the loop
+# on every 10 s tick of that hour (about 360 cycles more), not only on the ticks with an event.
+new_case
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,3600,8,8,alice,batch,600
+2,0,3600,8,8,alice,batch,600
+3,0,3600,8,8,alice,batch,600
+EOF2
+printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
+cycles() { grep -E '^      "cycles": ' "$D/out.json" | tr -dc '0-9'; }
+rc=0
+run_sim "$D" || rc=$?
+events_only=$(cycles)
+run_sim "$D" --cycle-while-waiting || rc=$?
+timer=$(cycles)
+if [[ $rc -ne 0 || -z $events_only || -z $timer ]] || ((timer < events_only + 350 || timer > events_only + 370)); then
+  fail cycle_while_waiting_reaches_engine "rc $rc, cycles $events_only then $timer"
+else
+  pass "cycle_while_waiting_reaches_engine  (cycles $events_only -> $timer)"
+fi
 
 # Both nodes are lost under Alice's job, which is not resumable, and one comes back 100 s later.
 # By default the job ends failed; with --resubmit-after 60 her resubmission runs to its end.

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cmd/jobs_flag.h"
+#include "cmd/loop_flags.h"
 #include "cmd/policy_flags.h"
 #include "cmd/resubmit_flag.h"
 #include "cmd/trace_flags.h"
@@ -39,6 +40,7 @@ struct CompareArgs {
   std::string json;
   bool quiet = false;
   int64_t resubmit_after = -1;  // --resubmit-after (-1: never)
+  LoopFlags loop;               // --interval, --cycle-while-waiting
   int jobs = 0;                 // --jobs: policies simulated at once (0: one per core)
   bool trace_tuned = false;     // a trace-only option was given
   PolicyFlags tuning;
@@ -120,6 +122,7 @@ int RunCompare(const CompareArgs& a) {
   const auto resubmit = ResubmitAfter(a.resubmit_after);
   if (!resubmit) return fail(resubmit.error());
   opt.resubmit_after = *resubmit;
+  if (auto ok = ApplyLoopFlags(a.loop, &opt); !ok) return fail(ok.error());
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : SplitList(a.policies)) {
     auto p = MakePolicy(name, opt.policy);
@@ -190,6 +193,7 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
   cmp->add_flag("--quiet", args->quiet, "No progress line");
   AddJobsFlag(cmp, &args->jobs);
   AddResubmitFlag(cmp, &args->resubmit_after);
+  AddLoopFlags(cmp, &args->loop);
   AddPolicyFlags(cmp, &args->tuning);
   cmp->callback([args, trace_opts, cluster, budgets, &exit_code] {
     args->trace_tuned = trace_opts.LoadTuned() || args->trace_flags.FormatGiven() ||

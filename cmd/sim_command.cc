@@ -11,6 +11,7 @@
 
 #include "cmd/compare_command.h"
 #include "cmd/jobs_flag.h"
+#include "cmd/loop_flags.h"
 #include "cmd/policy_flags.h"
 #include "cmd/resubmit_flag.h"
 #include "cmd/trace_flags.h"
@@ -41,7 +42,7 @@ struct SimArgs {
   bool trace_tuned = false;  // --oversubscription, --unfunded-fraction or --debug-max-minutes given
   double end_days = 0;
   double funded_scale = 1.0;  // lab-month's LabMonthOptions::funded_scale
-  int64_t interval = 10;
+  LoopFlags loop;             // --interval, --cycle-while-waiting
   PolicyFlags tuning;
   bool quiet = false;
   int64_t resubmit_after = -1;  // --resubmit-after (-1: never)
@@ -133,7 +134,6 @@ int RunSim(const SimArgs& a) {
     std::cerr << "hourglass sim: " << WithPath(e, a).ToString() << "\n";
     return 2;
   };
-  if (a.interval <= 0) return fail(Error{"--interval", "must be positive", {}, 0});
   if (a.explain && a.decisions.empty())
     return fail(Error{"--explain", "needs --decisions FILE to write the reasons to", {}, 0});
   if (!a.explain_jobs.empty() && a.decisions.empty())
@@ -154,7 +154,7 @@ int RunSim(const SimArgs& a) {
   std::string mapping;
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
-  opt.interval = Seconds(a.interval);
+  if (auto ok = ApplyLoopFlags(a.loop, &opt); !ok) return fail(ok.error());
   opt.explain = a.explain || !a.explain_jobs.empty();
   if (!a.explain) {
     opt.explain_jobs = a.explain_jobs;
@@ -233,8 +233,7 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
   sim->add_option("--funded-scale", args->funded_scale,
                   "lab-month: scale the funded offered load (batch and training) by F, 1 as "
                   "documented");
-  sim->add_option("--interval", args->interval, "Scheduling interval in seconds")
-      ->capture_default_str();
+  AddLoopFlags(sim, &args->loop);
   AddPolicyFlags(sim, &args->tuning);
   sim->add_option("--philly", args->philly,
                   "Microsoft Philly trace CSV (timestamp,duration,num_gpus,cluster); budgets, "

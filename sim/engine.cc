@@ -128,6 +128,9 @@ class Engine {
     return pr;
   }
   void RunCycle();
+  size_t Waiting() const {
+    return pending_funded_.size() - holes_funded_ + pending_unfunded_.size() - holes_unfunded_;
+  }
   void LogExplanations(const Decisions& d);
   void Submit(int32_t j);
   void StartJob(const StartDecision& d);
@@ -795,6 +798,11 @@ SimResult Engine::Run() {
         cycle_scheduled_ = false;
         last_cycle_ = now_;
         RunCycle();
+        if (opt_.cycle_while_waiting && !cycle_scheduled_ && Waiting() > 0) {
+          // A timer tick, not a change: what the policy is owed stays as it was (no Dirty).
+          Push(now_ + opt_.interval, Ev::kCycle, 0);
+          cycle_scheduled_ = true;
+        }
         break;
       case Ev::kSample:
         Sample();

@@ -20,8 +20,14 @@ struct DecisionLogEntry {
 };
 
 struct SimOptions {
-  PolicyConfig policy;                    // caps and tuning shared with the server
-  Seconds interval{10};                   // the scheduling loop runs at most this often
+  PolicyConfig policy;   // caps and tuning shared with the server
+  Seconds interval{10};  // the scheduling loop runs at most this often
+  // Also run the loop on every interval tick while any job waits, as the server's loop runs on a
+  // timer besides its events (`hourglass server --interval-ms`). Off, a cycle runs only on a
+  // tick with an event (a submission, an end, a protection running out...), and a change that
+  // time alone brings, such as a waiting budget's key falling below a victim's as the window
+  // moves, waits for the next event. On costs about three times the cycles.
+  bool cycle_while_waiting = false;
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window
   // Users submit again what the cluster killed: a job that is not resumable and ended preempted,

@@ -237,6 +237,55 @@ TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLe
   EXPECT_EQ(off.r.jobs[0].final_state, JobState::kPreempted);
 }
 
+// A change that time alone brings: b's job has held the node since 0 s; a's job arrives at
+// 600 s, when taking the node would leave a (its held GPUs weighed as live usage) above b, so the
+// no-ping-pong rule forbids it. As b's usage grows, a falls further below; nothing else happens
+// until b's job ends two days later. The server's loop also runs on a timer and preempts once the
+// rule allows it; the simulator does so with cycle_while_waiting, and without it only at the next
+// event.
+struct TimerRun {
+  SimResult r;
+  Seconds a_start{-1};
+};
+TimerRun RunTimeOnlyChange(bool cycle_while_waiting) {
+  Scenario sc;
+  sc.name = "time-only";
+  sc.end = Days(3);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"a", "", 1.0, std::nullopt, {}, 0},
+                BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+  sc.jobs = {Job(1, 0, 8, "b", 2 * 86400), Job(2, 600, 8, "a", 3600)};
+  SimOptions opt;
+  opt.cycle_while_waiting = cycle_while_waiting;
+  auto policy = MakePolicy("hourglass", opt.policy);
+  EXPECT_TRUE(policy.has_value());
+  auto r = Simulate(sc, **policy, opt);
+  EXPECT_TRUE(r.has_value()) << r.error().ToString();
+  TimerRun out{std::move(*r), Seconds(-1)};
+  if (out.r.jobs.size() == 2 && !out.r.jobs[1].waits.empty())
+    out.a_start = Seconds(600) + out.r.jobs[1].waits[0];
+  return out;
+}
+
+TEST(Engine, WithCycleWhileWaitingATimeOnlyChangeIsActedOnWithoutAnEvent) {
+  const TimerRun events_only = RunTimeOnlyChange(false);
+  EXPECT_TRUE(events_only.r.preemptions.empty());
+  EXPECT_EQ(events_only.a_start, Days(2));  // b's job ended: the first event after 600 s
+  const TimerRun timer = RunTimeOnlyChange(true);
+  ASSERT_EQ(timer.r.preemptions.size(), 1u);
+  const PreemptionRecord& stop = timer.r.preemptions[0];
+  EXPECT_EQ(stop.job, JobId(1));
+  EXPECT_EQ(stop.cause, StopCause::kFairShare);
+  // On a tick between the two events, and a's job starts once the victim's grace is over.
+  EXPECT_GT(stop.at, Seconds(600));
+  EXPECT_LT(stop.at, Days(2));
+  EXPECT_EQ(stop.at.value() % 10, 0);
+  EXPECT_EQ(timer.a_start, stop.at + Seconds(60));
+  // It cycles on the ticks while a's job waits, not over the whole run.
+  EXPECT_GT(timer.r.cycles, events_only.r.cycles + (stop.at.value() - 600) / 10 - 5);
+  EXPECT_LT(timer.r.cycles, events_only.r.cycles + stop.at.value() / 10 + 5);
+}
+
 // The reader leaves a lease's bounds to the policy, as it leaves min_runtime's cap: the run
 // refuses the job with its line and the field ValidateJob names.
 // Wraps a real policy and checks what every cycle is given: each pending list in (queued_since,

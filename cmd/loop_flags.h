@@ -1,0 +1,26 @@
+// `--interval SECONDS` and `--cycle-while-waiting` of `hourglass sim` and `hourglass sim
+// compare`: how the simulated scheduling loop is driven (sim::SimOptions::interval and
+// cycle_while_waiting). The defaults, a 10 s tick and cycles on ticks with an event only, keep the
+// month fast; `--interval 1 --cycle-while-waiting` runs the loop as the server does (on events,
+// and every `--interval-ms`, 1 s by default), at some thirty times the cycles.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+
+#include "core/error.h"
+#include "sim/engine.h"
+
+namespace hg::cmd {
+
+struct LoopFlags {
+  int64_t interval = 10;
+  bool cycle_while_waiting = false;
+};
+
+void AddLoopFlags(CLI::App* app, LoopFlags* flags);
+
+// Sets the options' loop; an error naming the option when the interval is not positive.
+Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt);
+
+}  // namespace hg::cmd
