@@ -147,6 +147,7 @@ int RunSim(const SimArgs& a) {
   const auto resubmit = ResubmitAfter(a.resubmit_after);
   if (!resubmit) return fail(resubmit.error());
   opt.resubmit_after = *resubmit;
+  if (auto ok = ApplyLoopFlags(a.loop, &opt); !ok) return fail(ok.error());
   if (auto ok = CheckTraceFlags(a.trace_flags); !ok) return fail(ok.error());
   if (auto ok = CheckEndDays(a.end_days); !ok) return fail(ok.error());
   if (!(a.funded_scale > 0 && a.funded_scale <= 4))
@@ -154,7 +155,6 @@ int RunSim(const SimArgs& a) {
   std::string mapping;
   auto sc = LoadScenario(a, mapping);
   if (!sc) return fail(sc.error());
-  if (auto ok = ApplyLoopFlags(a.loop, &opt); !ok) return fail(ok.error());
   opt.explain = a.explain || !a.explain_jobs.empty();
   if (!a.explain) {
     opt.explain_jobs = a.explain_jobs;
