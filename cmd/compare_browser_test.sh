@@ -50,6 +50,14 @@ grep -q "^policy " "$T/table.txt" || fail "no table printed"
 grep -q "Mapping of the Philly trace" "$T/table.txt" || fail "no mapping printed"
 for p in ${POLICIES//,/ }; do grep -q "^$p " "$T/table.txt" || fail "no table row for $p"; done
 
+# A loop other than the default is named with the results, since it moves them; the default
+# loop is not.
+if grep -q "^simulated loop:" "$T/table.txt"; then fail "the default loop is named"; fi
+"$BIN" sim compare --workload "$T/trace.csv" --oversubscription 2 --policies hourglass --quiet \
+  --interval 1 --cycle-while-waiting > "$T/loop.txt" 2> "$T/stderr" || fail "run with the loop flags failed"
+grep -q "^simulated loop: a cycle on the first 1 s tick after an event, and on every tick while a job waits (--interval 1 --cycle-while-waiting;" "$T/loop.txt" ||
+  fail "the loop flags are not named with the results"
+
 # Determinism: a second run gives the same bytes.
 run_compare "$T/again.html" "$T/again.json" "$T/again.txt" || fail "second run failed"
 cmp -s "$T/report.html" "$T/again.html" || fail "HTML differs between two runs"

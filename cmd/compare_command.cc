@@ -142,6 +142,8 @@ int RunCompare(const CompareArgs& a) {
 
   sim::Comparison cmp;
   cmp.mapping = in->mapping;
+  if (const std::string loop = DescribeLoop(a.loop); !loop.empty())
+    cmp.mapping += (cmp.mapping.empty() ? "" : "\n") + loop;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
   auto results = sim::SimulateAllShowingProgress(in->scenario, policies, *threads, opt, progress);
   for (auto& r : results) {

@@ -17,4 +17,17 @@ Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt) {
   return {};
 }
 
+std::string DescribeLoop(const LoopFlags& flags) {
+  const LoopFlags defaults;
+  if (flags.interval == defaults.interval &&
+      flags.cycle_while_waiting == defaults.cycle_while_waiting)
+    return "";
+  const std::string tick = std::to_string(flags.interval) + " s";
+  std::string line = "simulated loop: a cycle on the first " + tick + " tick after an event";
+  if (flags.cycle_while_waiting) line += ", and on every tick while a job waits";
+  line += " (--interval " + std::to_string(flags.interval);
+  if (flags.cycle_while_waiting) line += " --cycle-while-waiting";
+  return line + "; the default is a cycle on the first 10 s tick after an event)";
+}
+
 }  // namespace hg::cmd

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <string>
 
 #include "core/error.h"
 #include "sim/engine.h"
@@ -22,5 +23,9 @@ void AddLoopFlags(CLI::App* app, LoopFlags* flags);
 
 // Sets the options' loop; an error naming the option when the interval is not positive.
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt);
+
+// A line for the report when the loop is not the default, so that its figures are read with the
+// loop that produced them (the loop's rhythm moves them); empty for the default loop.
+std::string DescribeLoop(const LoopFlags& flags);
 
 }  // namespace hg::cmd
