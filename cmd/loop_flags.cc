@@ -27,7 +27,8 @@ std::string DescribeLoop(const LoopFlags& flags) {
   if (flags.cycle_while_waiting) line += ", and on every tick while a job waits";
   line += " (--interval " + std::to_string(flags.interval);
   if (flags.cycle_while_waiting) line += " --cycle-while-waiting";
-  return line + "; the default is a cycle on the first 10 s tick after an event)";
+  return line + "; the default is a cycle on the first " + std::to_string(defaults.interval) +
+         " s tick after an event)";
 }
 
 }  // namespace hg::cmd

@@ -14,9 +14,9 @@
 
 namespace hg::cmd {
 
-struct LoopFlags {
-  int64_t interval = 10;
-  bool cycle_while_waiting = false;
+struct LoopFlags {  // defaults: the simulator's (sim::SimOptions)
+  int64_t interval = sim::SimOptions{}.interval.value();
+  bool cycle_while_waiting = sim::SimOptions{}.cycle_while_waiting;
 };
 
 void AddLoopFlags(CLI::App* app, LoopFlags* flags);

@@ -23,7 +23,6 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
       run_starts.push_back(i);
       names.push_back(&nodes[i].block);
     }
-  std::vector<const std::string*> runs = names;
   auto by_name = [](const std::string* a, const std::string* b) { return *a < *b; };
   std::sort(names.begin(), names.end(), by_name);
   names.erase(std::unique(names.begin(), names.end(),
@@ -31,7 +30,8 @@ ClusterState::ClusterState(std::span<const Node> nodes, std::span<const RunningJ
               names.end());
   std::vector<size_t> per_block(names.size(), 0);
   for (size_t r = 0; r < run_starts.size(); ++r) {
-    const auto it = std::lower_bound(names.begin(), names.end(), runs[r], by_name);
+    const auto it =
+        std::lower_bound(names.begin(), names.end(), &nodes[run_starts[r]].block, by_name);
     const auto b = static_cast<int32_t>(it - names.begin());
     const size_t end = r + 1 < run_starts.size() ? run_starts[r + 1] : n;
     std::fill(block_.begin() + static_cast<std::ptrdiff_t>(run_starts[r]),

@@ -787,12 +787,13 @@ void Cycle::PlaceUnfunded() {
     const PendingJob* p = &pj;
     if (!s_.explain && (room <= 0 || fc.single <= 1)) break;
     const int64_t gpus = p->spec->gpus.value();
-    if ((gpus > room && !MayTakeHeadroom(*p->spec, cs_.total_free() - gpus)) ||
-        fc.Known(cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node))) {
+    const bool fits_headroom = gpus <= room || MayTakeHeadroom(*p->spec, cs_.total_free() - gpus);
+    const Shape shape =
+        fits_headroom ? cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node) : Shape{};
+    if (!fits_headroom || fc.Known(shape)) {
       Note(*p, Reason{ReasonCode::kWaitUnfunded, {}, {}, p->spec->gpus.value(), cs_.total_free()});
       continue;
     }
-    const Shape shape = cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node);
     // Unfunded work stays off GPUs a funded job will soon need: it would only be preempted
     // again within a cycle or two, wasting its grace period and its restart.
     const bool lend = s_.now + cfg_.reservation_lend_margin <= reservation_due_;

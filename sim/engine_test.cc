@@ -187,12 +187,7 @@ struct SessionRun {
   Seconds a_wait{0};
 };
 SessionRun RunSession(bool leases, std::optional<Seconds> idle_after) {
-  Scenario sc;
-  sc.name = "session";
-  sc.end = Hours(12);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"a", "", 1.0, std::nullopt, {}, 0},
-                BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+  Scenario sc = OneNodeTwoBudgets("session", Hours(12));
   SimJob session = Job(1, 0, 8, "b", 6 * 3600);
   session.spec.job_class = "interactive";
   session.spec.min_runtime = Hours(1);
@@ -203,11 +198,7 @@ SessionRun RunSession(bool leases, std::optional<Seconds> idle_after) {
   SimOptions opt;
   opt.policy.leases = leases;
   opt.policy.live_weight = Seconds(1);
-  auto policy = MakePolicy("hourglass", opt.policy);
-  EXPECT_TRUE(policy.has_value());
-  auto r = Simulate(sc, **policy, opt);
-  EXPECT_TRUE(r.has_value()) << r.error().ToString();
-  SessionRun out{std::move(*r), Seconds(-1)};
+  SessionRun out{SimulateHourglass(sc, opt), Seconds(-1)};
   if (out.r.jobs.size() == 2 && !out.r.jobs[1].waits.empty()) out.a_wait = out.r.jobs[1].waits[0];
   return out;
 }
@@ -248,20 +239,11 @@ struct TimerRun {
   Seconds a_start{-1};
 };
 TimerRun RunTimeOnlyChange(bool cycle_while_waiting) {
-  Scenario sc;
-  sc.name = "time-only";
-  sc.end = Days(3);
-  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
-  sc.budgets = {BudgetSpec{"a", "", 1.0, std::nullopt, {}, 0},
-                BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+  Scenario sc = OneNodeTwoBudgets("time-only", Days(3));
   sc.jobs = {Job(1, 0, 8, "b", 2 * 86400), Job(2, 600, 8, "a", 3600)};
   SimOptions opt;
   opt.cycle_while_waiting = cycle_while_waiting;
-  auto policy = MakePolicy("hourglass", opt.policy);
-  EXPECT_TRUE(policy.has_value());
-  auto r = Simulate(sc, **policy, opt);
-  EXPECT_TRUE(r.has_value()) << r.error().ToString();
-  TimerRun out{std::move(*r), Seconds(-1)};
+  TimerRun out{SimulateHourglass(sc, opt), Seconds(-1)};
   if (out.r.jobs.size() == 2 && !out.r.jobs[1].waits.empty())
     out.a_start = Seconds(600) + out.r.jobs[1].waits[0];
   return out;

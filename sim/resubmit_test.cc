@@ -13,11 +13,7 @@ namespace {
 SimResult Simulated(const Scenario& sc, std::optional<Seconds> resubmit_after) {
   SimOptions opt;
   opt.resubmit_after = resubmit_after;
-  auto policy = MakePolicy("hourglass", opt.policy);
-  EXPECT_TRUE(policy.has_value());
-  auto r = Simulate(sc, **policy, opt);
-  EXPECT_TRUE(r.has_value()) << r.error().ToString();
-  return std::move(*r);
+  return SimulateHourglass(sc, opt);
 }
 
 // The unfunded job 1 is stopped at 600 s for the funded job 2 and leaves at 660 s. Without the

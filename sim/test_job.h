@@ -1,11 +1,16 @@
-// Hand-made test scenarios. TestJob: a workload job, funded when `budget` is set (class "batch"),
-// unfunded otherwise (class "sweep"), with a 60 s grace period. Tests adjust the rest.
+// Hand-made test scenarios, and a run of `hourglass` on one. TestJob: a workload job, funded when
+// `budget` is set (class "batch"), unfunded otherwise (class "sweep"), with a 60 s grace period.
+// Tests adjust the rest.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <utility>
 
+#include "core/policy.h"
+#include "sim/engine.h"
 #include "sim/scenario.h"
 
 namespace hg::sim {
@@ -31,6 +36,23 @@ inline Scenario OneNodeOneBudget(std::string name, Seconds end) {
   sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
   sc.budgets = {BudgetSpec{"team", "", 1.0, std::nullopt, {}, 0}};
   return sc;
+}
+
+// One 8-GPU node, "n0", and two budgets of equal share, "a" and "b"; no jobs yet.
+inline Scenario OneNodeTwoBudgets(std::string name, Seconds end) {
+  Scenario sc = OneNodeOneBudget(std::move(name), end);
+  sc.budgets = {BudgetSpec{"a", "", 1.0, std::nullopt, {}, 0},
+                BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+  return sc;
+}
+
+// Simulates `hourglass` (with opt.policy) on a scenario the test built valid.
+inline SimResult SimulateHourglass(const Scenario& sc, const SimOptions& opt) {
+  auto policy = MakePolicy("hourglass", opt.policy);
+  EXPECT_TRUE(policy.has_value());
+  auto r = Simulate(sc, **policy, opt);
+  EXPECT_TRUE(r.has_value()) << r.error().ToString();
+  return std::move(*r);
 }
 
 // OneNodeOneBudget: an unfunded 8-GPU job holds the node from 0 s for 2 hours, and a funded
