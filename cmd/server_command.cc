@@ -20,7 +20,7 @@ struct Args {
   std::string listen = "127.0.0.1:8080";
   std::string port_file;
   std::string policy = "hourglass";
-  int64_t interval_ms = 1000;
+  int64_t interval_ms = server::ServerOptions{}.interval_ms;
   int64_t lost_after_s = 10;
   int64_t heartbeat_s = 1;
   std::string budgets;
@@ -102,7 +102,8 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)");
   cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
   cmd->add_option("--policy", args->policy, "scheduling policy (default hourglass)");
-  cmd->add_option("--interval-ms", args->interval_ms, "scheduling interval in ms (default 1000)")
+  cmd->add_option("--interval-ms", args->interval_ms,
+                  "scheduling tick in ms (default 10000, the simulator's)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   cmd->add_option("--lost-after-s", args->lost_after_s,
                   "a node without heartbeat this long is lost (default 10)")

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
+#include <cassert>
 
 namespace hg::server {
 
-Scheduler::Scheduler(State& state, Clock& clock, int64_t interval_ms)
-    : state_(state), clock_(clock), interval_ms_(interval_ms) {}
+Scheduler::Scheduler(Clock& clock, int64_t interval_ms, Cycle cycle)
+    : clock_(clock), interval_ms_(interval_ms), cycle_(std::move(cycle)) {
+  assert(interval_ms_ > 0);
+}
 
 Scheduler::~Scheduler() { Stop(); }
 
@@ -27,39 +29,31 @@ void Scheduler::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Scheduler::Notify() {
-  {
-    std::lock_guard lock(mu_);
-    dirty_ = true;
-  }
-  cv_.notify_all();
-}
-
 int64_t Scheduler::cycles() const {
   std::lock_guard lock(mu_);
   return cycles_;
 }
 
+int64_t Scheduler::NextTick(int64_t now_ms, int64_t interval_ms) {
+  return (now_ms / interval_ms + 1) * interval_ms;
+}
+
 void Scheduler::Loop() {
   std::unique_lock lock(mu_);
-  // Events trigger a cycle, but cycles are at least this far apart, so a burst of submissions
-  // (64 clients) shares cycles instead of queueing one per submission behind the state's lock.
-  const int64_t min_gap = std::min<int64_t>(interval_ms_, 50);
-  int64_t last = clock_.NowMs() - interval_ms_;
+  int64_t due = NextTick(clock_.NowMs(), interval_ms_);
   while (!stop_) {
-    const int64_t now = clock_.NowMs();
-    const int64_t due = dirty_ ? last + min_gap : last + interval_ms_;
-    if (now < due) {
+    if (clock_.NowMs() < due) {
       clock_.WaitUntil(lock, cv_, due);
       continue;
     }
-    dirty_ = false;
     lock.unlock();
-    auto ok = state_.RunCycle();
+    auto ok = cycle_();
     if (!ok) spdlog::error("scheduling cycle failed: {}", ok.error().ToString());
     lock.lock();
     ++cycles_;
-    last = clock_.NowMs();
+    // A cycle that outlasts the interval skips the ticks it missed rather than running late ones
+    // back to back.
+    due = NextTick(clock_.NowMs(), interval_ms_);
   }
 }
 

@@ -52,9 +52,9 @@ Result<void> Server::Start() {
     new_admin_token_ = **admin;
     if (auto ok = WriteSecret(AdminTokenFile(), new_admin_token_); !ok) return ok;
   }
-  scheduler_ = std::make_unique<Scheduler>(*state_, clock_, opt_.interval_ms);
-  Scheduler* sched = scheduler_.get();
-  state_->SetOnChange([sched] { sched->Notify(); });
+  State* state_ptr = state_.get();
+  scheduler_ = std::make_unique<Scheduler>(clock_, opt_.interval_ms,
+                                           [state_ptr] { return state_ptr->RunCycle(); });
 
   http_ = std::make_unique<httplib::Server>();
   const int threads = opt_.threads;
@@ -93,7 +93,6 @@ void Server::Stop() {
   if (http_) http_->stop();
   if (http_thread_.joinable()) http_thread_.join();
   if (scheduler_) scheduler_->Stop();
-  if (state_) state_->SetOnChange(nullptr);
   scheduler_.reset();
   http_.reset();
   state_.reset();

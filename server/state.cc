@@ -49,11 +49,6 @@ State::State(std::unique_ptr<Impl> impl, StateOptions opt)
     : impl_(std::move(impl)), opt_(std::move(opt)) {}
 State::~State() = default;
 
-void State::SetOnChange(std::function<void()> fn) {
-  std::lock_guard lock(impl_->mu);
-  impl_->on_change = std::move(fn);
-}
-
 Result<std::unique_ptr<State>> State::Open(store::Store& store, Clock& clock,
                                            StateOptions options) {
   auto impl = std::make_unique<Impl>(store, clock);
@@ -437,7 +432,6 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
     s.AddPending(j);
     ++s.submissions_total;
   }
-  s.Changed();
   return *id;
 }
 
@@ -482,7 +476,6 @@ Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t i
                     "job " + std::to_string(id) + " already ended (" + j.rec.state + ")");
     }
   }
-  s.Changed();
   return nlohmann::json{{"id", id}, {"state", "cancelled"}};
 }
 
@@ -508,8 +501,6 @@ Reply<nlohmann::json> State::ReportActivity(const store::PrincipalRecord& who, i
   j.rec.active_at = now;
   j.active_stored_at = now;
   ++s.activity_reports_total;
-  // No s.Changed(): longer protection lets the policy start or stop nothing sooner; the next
-  // scheduled cycle sees it.
   return s.JobView(j);
 }
 
@@ -551,7 +542,6 @@ Reply<nlohmann::json> State::CreateBudget(const store::PrincipalRecord& who,
     if (auto ok = s.RebuildTree(std::move(next), now); !ok)
       return tl::unexpected(StoreFailure(ok.error()));
   }
-  s.Changed();
   return nlohmann::json{{"name", name}};
 }
 
@@ -598,7 +588,6 @@ Reply<nlohmann::json> State::PatchBudget(const store::PrincipalRecord& who, cons
         return tl::unexpected(StoreFailure(ok.error()));
     }
   }
-  s.Changed();
   auto all = BudgetsJson();
   for (const auto& b : all["budgets"])
     if (b["name"] == name) return b;
@@ -628,7 +617,6 @@ Reply<nlohmann::json> State::DeleteBudget(const store::PrincipalRecord& who,
     if (auto ok = s.RebuildTree(std::move(next), now); !ok)
       return tl::unexpected(StoreFailure(ok.error()));
   }
-  s.Changed();
   return nlohmann::json{{"name", name}, {"deleted", true}};
 }
 

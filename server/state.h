@@ -100,9 +100,6 @@ class State {
   // Marks lost nodes, runs one policy cycle and applies its decisions. Store failures are
   // returned (the decisions not yet applied are dropped; the next cycle decides again).
   Result<void> RunCycle();
-  // A counter bumped by every change that may let the policy decide something new.
-  // Called (without the lock held) after every change that may let the policy decide anew.
-  void SetOnChange(std::function<void()> fn);
   std::string MetricsText();
 
  private:

@@ -484,7 +484,6 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
     }
     s.counts_dirty = true;
   }
-  s.Changed();
   return nlohmann::json{{"heartbeat_s", s.opt.heartbeat_s}, {"lost_after_s", s.opt.lost_after_s}};
 }
 
@@ -516,13 +515,11 @@ void State::Impl::NoteCpu(JobRt& j, SliceRt& sl, double cpu_s) {
   if (!j.active_stored_at || 4 * (now - *j.active_stored_at) > j.rec.lease_s) {
     if (store.SetActivity(j.rec.id, now)) j.active_stored_at = now;
   }
-  // No Changed(): as for POST /v1/jobs/{id}/activity, the next scheduled cycle sees it.
 }
 
 Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
   Impl& s = *impl_;
   nlohmann::json orders = nlohmann::json::array();
-  bool changed = false;
   {
     std::lock_guard lock(s.mu);
     auto it = s.node_by_name.find(hb.node);
@@ -538,7 +535,6 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
     if (s.nodes[n].state == NodeState::kLost) {
       if (auto ok = s.SetNodeState(n, NodeState::kReady, now); !ok)
         return Refuse(503, "store", ok.error().ToString());
-      changed = true;
     }
     rt.health_ok = hb.health_ok;
     rt.health_detail = hb.health_detail;
@@ -556,7 +552,6 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
       s.nodes[n].drain_since = Seconds(now);
       s.nodes[n].drain_deadline.reset();
       s.counts_dirty = true;
-      changed = true;
     }
     // Exits first: an attempt that ended is not "missing" below.
     for (const ExitReport& e : hb.exited) {
@@ -575,7 +570,6 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
           failed = !(e.exit_code && *e.exit_code == 0 && !e.signal);
         }
       if (!hit) continue;
-      changed = true;
       const bool all = std::all_of(j.slices.begin(), j.slices.end(),
                                    [](const SliceRt& sl) { return sl.exited; });
       if (all) {
@@ -647,7 +641,6 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
         }
       }
       if (vanished) {
-        changed = true;
         if (j.stop_kind.empty()) j.stop_kind = "lost";
         if (std::all_of(j.slices.begin(), j.slices.end(),
                         [](const SliceRt& sl) { return sl.exited; })) {
@@ -676,7 +669,6 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
       }
     }
   }
-  if (changed) s.Changed();
   return nlohmann::json{{"orders", orders}};
 }
 
@@ -708,7 +700,6 @@ Reply<nlohmann::json> State::Drain(const std::string& node, const std::string& r
     if (deadline_at) nd.drain_deadline = Seconds(*deadline_at);
     s.counts_dirty = true;
   }
-  s.Changed();
   return nlohmann::json{{"name", node}, {"state", "draining"}};
 }
 
@@ -726,7 +717,6 @@ Reply<nlohmann::json> State::Undrain(const std::string& node) {
     if (auto ok = s.SetNodeState(n, NodeState::kReady, now); !ok)
       return Refuse(503, "store", ok.error().ToString());
   }
-  s.Changed();
   return nlohmann::json{{"name", node}, {"state", "ready"}};
 }
 

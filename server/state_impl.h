@@ -83,7 +83,6 @@ struct State::Impl {
   Clock& clock;
   StateOptions opt;
   std::unique_ptr<Policy> policy;
-  std::function<void()> on_change;
 
   std::mutex mu;
   // Principals by token hash (principals are never deleted, so the cache never goes stale).
@@ -119,9 +118,6 @@ struct State::Impl {
   int64_t cycle_count = 0;
 
   int64_t NowS() const { return clock.NowMs() / 1000; }
-  void Changed() {
-    if (on_change) on_change();
-  }
 
   // state.cc
   Result<void> Load();
