@@ -41,6 +41,12 @@ struct Queued {
 };
 using LeafQueues = std::vector<std::vector<Queued>>;
 
+// A job waiting for its victims to exit: its shape, and what its stopping victims hold per node.
+struct Claim {
+  Shape shape;
+  std::map<int32_t, int64_t> leaving;  // node -> GPUs its victims free there
+};
+
 class Cycle {
  public:
   Cycle(const PolicyConfig& cfg, const Snapshot& snap)
@@ -50,6 +56,13 @@ class Cycle {
 
  private:
   void Setup();
+  // Holds, for each job waiting for its victims, the free GPUs its placement will need beside
+  // them: slice by slice of its shape, on its victims' nodes first, then on the nodes that fit
+  // the slice most tightly. The plan that chose the victims is not kept from cycle to cycle, so
+  // this rebuilds a placement from the snapshot. Holding GPUs by count alone let a gang's plan
+  // come apart: its hold landed on nodes where its slices could not go, and requeued unfunded
+  // victims restarted on the free GPUs it counted on, to be stopped again, cycle after cycle.
+  void HoldForClaims(std::map<int64_t, Claim>& claims);
   std::vector<JobId> PlaceFreedFor();
   void PlaceFunded();
   // Serves `left[b]` more jobs of each subtree b from the leaves' queues, from `cursor` on, in
@@ -247,9 +260,9 @@ void Cycle::Setup() {
     if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
   }
-  // A job waiting for its victims to exit also holds the free GPUs next to them, or other work
-  // would slip in there and have to be preempted in turn.
-  std::map<int64_t, int64_t> claim;  // job id -> GPUs still to hold
+  // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
+  // them, or other work would slip in there and have to be preempted in turn (HoldForClaims).
+  std::map<int64_t, Claim> claims;  // by job id
   int64_t quick_waiting = 0;
   queued_.reserve(s_.pending_funded.size());
   for (const PendingJob& p : s_.pending_funded) {
@@ -267,46 +280,9 @@ void Cycle::Setup() {
     if (waiting_on_victims_.empty() || !waiting_on_victims_.count(p.spec->id.value())) continue;
     // GPUs being freed for a job are counted as its budget's already.
     alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
-    claim[p.spec->id.value()] = p.spec->gpus.value();
+    claims[p.spec->id.value()].shape = queued_.back().shape;
   }
-  for (const RunningJob& r : s_.running)
-    if (r.stopping && claim.count(r.stop_for.value()))
-      claim[r.stop_for.value()] -= r.gpus().value();
-  for (const RunningJob& r : s_.running) {
-    if (!r.stopping || !claim.count(r.stop_for.value())) continue;
-    int64_t& need = claim[r.stop_for.value()];
-    for (const Slice& sl : r.placement) {
-      const auto take = static_cast<int32_t>(std::min<int64_t>(need, cs_.free(sl.node)));
-      if (take <= 0 || !cs_.ready(sl.node)) continue;
-      const Slice held{sl.node, Gpus(take)};
-      cs_.Take(std::span<const Slice>(&held, 1));
-      need -= take;
-    }
-  }
-  // Victims killed earlier (a shorter grace period) have already left; the GPUs they freed are
-  // no longer beside a stopping victim. Hold the rest of what the job needs on the nodes with
-  // the most free GPUs, or a requeued victim would restart there and the job never fit.
-  std::vector<NodeId> roomiest;
-  for (const auto& entry : claim)
-    if (entry.second > 0 && roomiest.empty()) {
-      for (size_t n = 0; n < cs_.size(); ++n) {
-        const NodeId id(static_cast<int32_t>(n));
-        if (cs_.ready(id) && cs_.free(id) > 0) roomiest.push_back(id);
-      }
-      std::stable_sort(roomiest.begin(), roomiest.end(),
-                       [&](NodeId a, NodeId b) { return cs_.free(a) > cs_.free(b); });
-    }
-  for (auto& entry : claim) {
-    int64_t& need = entry.second;
-    for (NodeId id : roomiest) {
-      if (need <= 0) break;
-      const auto take = static_cast<int32_t>(std::min<int64_t>(need, cs_.free(id)));
-      if (take <= 0 || !cs_.ready(id)) continue;
-      const Slice held{id, Gpus(take)};
-      cs_.Take(std::span<const Slice>(&held, 1));
-      need -= take;
-    }
-  }
+  HoldForClaims(claims);
   // What leaving jobs free beyond their preemptors' needs (PreemptionPlan::soon). A preemptor's
   // need is met from its victims in their order; a job leaving for no one (or for a job gone
   // meanwhile) frees all it holds.
@@ -616,6 +592,63 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
 // for stops outside the fair-share order). Otherwise the victims' budget, which the walk may
 // reach first, would take them back, and the job would preempt it again once that work's
 // protection ended, without end.
+void Cycle::HoldForClaims(std::map<int64_t, Claim>& claims) {
+  if (claims.empty()) return;
+  for (const RunningJob& r : s_.running) {
+    if (!r.stopping) continue;
+    const auto it = claims.find(r.stop_for.value());
+    if (it == claims.end()) continue;
+    for (const Slice& sl : r.placement) it->second.leaving[sl.node.value()] += sl.gpus.value();
+  }
+  std::vector<uint8_t> used(cs_.size(), 0);
+  std::vector<int32_t> used_nodes;
+  for (auto& [id, claim] : claims) {
+    const Shape& sh = claim.shape;
+    // Each slice on a node of its own, the largest first; a slice that fits nowhere holds nothing
+    // (the job plans again once its victims have gone).
+    std::vector<int32_t> sizes(static_cast<size_t>(sh.count), sh.per_node);
+    if (sh.rest > 0) sizes.push_back(sh.rest);
+    // The victims' nodes, the most leaving first (then by node).
+    std::vector<std::pair<int64_t, int32_t>> beside;
+    for (const auto& [node, gpus] : claim.leaving) beside.emplace_back(-gpus, node);
+    std::sort(beside.begin(), beside.end());
+    for (const int32_t size : sizes) {
+      int32_t at = -1;
+      int64_t hold = 0;
+      for (const auto& [neg, node] : beside) {
+        const NodeId n(node);
+        if (used[static_cast<size_t>(node)] || !cs_.ready(n) || -neg + cs_.free(n) < size) continue;
+        at = node;
+        hold = std::max<int64_t>(0, size + neg);
+        break;
+      }
+      if (at < 0) {  // best fit among the nodes without a victim of the job
+        int32_t best_free = 0;
+        for (size_t k = 0; k < cs_.size(); ++k) {
+          const NodeId n(static_cast<int32_t>(k));
+          const int32_t f = cs_.free(n);
+          if (used[k] || !cs_.ready(n) || f < size || claim.leaving.count(n.value())) continue;
+          if (at < 0 || f < best_free) {
+            at = n.value();
+            best_free = f;
+          }
+        }
+        hold = size;
+      }
+      if (at < 0) continue;
+      used[static_cast<size_t>(at)] = 1;
+      used_nodes.push_back(at);
+      const NodeId n(at);
+      const auto take = static_cast<int32_t>(std::min<int64_t>(hold, cs_.free(n)));
+      if (take <= 0) continue;
+      const Slice held{n, Gpus(take)};
+      cs_.Take(std::span<const Slice>(&held, 1));
+    }
+    for (const int32_t node : used_nodes) used[static_cast<size_t>(node)] = 0;
+    used_nodes.clear();
+  }
+}
+
 std::vector<JobId> Cycle::PlaceFreedFor() {
   std::vector<JobId> placed;
   for (const PendingJob& p : s_.pending_funded) {

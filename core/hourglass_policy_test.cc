@@ -57,6 +57,16 @@ class World : public policytest::PolicyWorld {
     return HourglassPolicy(cfg).Cycle(Snap(now, explain));
   }
 
+  // A job started at 0 that is leaving for `for_job`, killed at the latest at `stop_at`.
+  RunningJob& RunLeaving(const JobSpec& j, std::vector<Slice> placement, Seconds stop_at,
+                         JobId for_job) {
+    RunningJob& r = Run(j, Seconds(0), std::move(placement));
+    r.stopping = true;
+    r.stop_at = stop_at;
+    r.stop_for = for_job;
+    return r;
+  }
+
   BudgetId Leaf(std::string_view name) const { return tree().ChargeTarget(*tree().Find(name)); }
   BudgetId Id(std::string_view name) const { return *tree().Find(name); }
 };
@@ -1195,10 +1205,7 @@ TEST(HourglassPolicy, AJobWaitingForItsVictimsHoldsTheFreeGpusBesideThem) {
   const NodeId n0 = w.AddNode();
   const JobSpec& f = w.NewJob(8, "a");
   const JobSpec& victim = w.NewJob(4, "b", Seconds(0));
-  RunningJob& r = w.Run(victim, Seconds(0), {{n0, Gpus(4)}});
-  r.stopping = true;
-  r.stop_at = Seconds(160);
-  r.stop_for = f.id;
+  w.RunLeaving(victim, {{n0, Gpus(4)}}, Seconds(160), f.id);
   w.Pend(f, Seconds(30));
   const JobSpec& u = w.NewJob(4, "");
   w.Pend(u, Seconds(35));
@@ -1210,6 +1217,38 @@ TEST(HourglassPolicy, AJobWaitingForItsVictimsHoldsTheFreeGpusBesideThem) {
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
   EXPECT_EQ(note->reason.a, 160);
+}
+
+// A gang of 24 GPUs, 6 per node, on four 8-GPU nodes waits for an unfunded victim leaving node 3.
+// It holds the GPUs each of its slices needs: 2 beside the victim and 6 on each other node, so
+// the 4-GPU unfunded job finds no room. Holding 20 GPUs by count on the roomiest nodes (node 2's
+// 8 first) left 4 free on node 1, where the gang's slice goes: the unfunded job started there,
+// was stopped for the gang in the next cycle, and a requeued victim took the GPUs it freed in
+// turn, cycle after cycle (the loop that runs every tick while a job waits found it).
+TEST(HourglassPolicy, AGangWaitingForItsVictimsHoldsAGpuSliceOnEachNodeItNeeds) {
+  World w({Top("a")});
+  std::vector<NodeId> n;
+  for (int k = 0; k < 4; ++k) n.push_back(w.AddNode());
+  JobSpec& gang = w.NewJob(24, "a");
+  gang.gpus_per_node = Gpus(6);
+  w.Run(w.NewJob(2, "a"), Seconds(0), {{n[0], Gpus(2)}});
+  w.Run(w.NewJob(2, "a"), Seconds(0), {{n[1], Gpus(2)}});
+  w.RunLeaving(w.NewJob(4, ""), {{n[3], Gpus(4)}}, Seconds(160), gang.id);
+  w.Pend(gang, Seconds(30));
+  const JobSpec& u = w.NewJob(4, "");
+  w.Pend(u, Seconds(35));
+  const Decisions d = w.Cycle(Seconds(40));
+  EXPECT_TRUE(d.starts.empty());  // u finds no 4 GPUs the gang does not need
+  EXPECT_TRUE(d.stops.empty());
+  const PendingNote* note = NoteFor(d, gang.id);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
+  // A 2-GPU unfunded job still fits in what the gang leaves over (node 2's other 2 GPUs).
+  const JobSpec& small = w.NewJob(2, "");
+  w.Pend(small, Seconds(36));
+  const Decisions d2 = w.Cycle(Seconds(40));
+  ASSERT_EQ(d2.starts.size(), 1u);
+  EXPECT_EQ(d2.starts[0].job, small.id);
 }
 
 // BUG (core/hourglass_policy.cc, Cycle::Setup, line 100): `if (!r.spec->funded()) continue;`
@@ -1228,10 +1267,7 @@ TEST(HourglassPolicy, AJobWaitingForUnfundedVictimsPreemptsNoMore) {
   const JobSpec& leaving = w.NewJob(8, "");
   const JobSpec& other = w.NewJob(8, "");
   w.Run(other, Seconds(0), {{n1, Gpus(8)}});
-  RunningJob& r = w.Run(leaving, Seconds(0), {{n0, Gpus(8)}});
-  r.stopping = true;
-  r.stop_at = Seconds(160);
-  r.stop_for = f.id;
+  w.RunLeaving(leaving, {{n0, Gpus(8)}}, Seconds(160), f.id);
   w.Pend(f, Seconds(30));
   const Decisions d = w.Cycle(Seconds(40));
   EXPECT_EQ(StopOf(d, other.id), nullptr);
