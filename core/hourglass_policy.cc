@@ -14,6 +14,7 @@
 #include "core/preemption.h"
 #include "core/reservation_plan.h"
 #include "core/running_index.h"
+#include "core/victim_hold.h"
 
 namespace hg {
 namespace {
@@ -41,12 +42,6 @@ struct Queued {
 };
 using LeafQueues = std::vector<std::vector<Queued>>;
 
-// A job waiting for its victims to exit: its shape, and what its stopping victims hold per node.
-struct Claim {
-  Shape shape;
-  std::map<int32_t, int64_t> leaving;  // node -> GPUs its victims free there
-};
-
 class Cycle {
  public:
   Cycle(const PolicyConfig& cfg, const Snapshot& snap)
@@ -56,13 +51,6 @@ class Cycle {
 
  private:
   void Setup();
-  // Holds, for each job waiting for its victims, the free GPUs its placement will need beside
-  // them: slice by slice of its shape, on its victims' nodes first, then on the nodes that fit
-  // the slice most tightly. The plan that chose the victims is not kept from cycle to cycle, so
-  // this rebuilds a placement from the snapshot. Holding GPUs by count alone let a gang's plan
-  // come apart: its hold landed on nodes where its slices could not go, and requeued unfunded
-  // victims restarted on the free GPUs it counted on, to be stopped again, cycle after cycle.
-  void HoldForClaims(std::map<int64_t, Claim>& claims);
   std::vector<JobId> PlaceFreedFor();
   void PlaceFunded();
   // Serves `left[b]` more jobs of each subtree b from the leaves' queues, from `cursor` on, in
@@ -261,8 +249,8 @@ void Cycle::Setup() {
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
   }
   // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
-  // them, or other work would slip in there and have to be preempted in turn (HoldForClaims).
-  std::map<int64_t, Claim> claims;  // by job id
+  // them, or other work would slip in there and have to be preempted in turn.
+  std::map<int64_t, Shape> claims;  // by job id
   int64_t quick_waiting = 0;
   queued_.reserve(s_.pending_funded.size());
   for (const PendingJob& p : s_.pending_funded) {
@@ -280,9 +268,9 @@ void Cycle::Setup() {
     if (waiting_on_victims_.empty() || !waiting_on_victims_.count(p.spec->id.value())) continue;
     // GPUs being freed for a job are counted as its budget's already.
     alloc[Ix(p.spec->budget)] += p.spec->gpus.value();
-    claims[p.spec->id.value()].shape = queued_.back().shape;
+    claims[p.spec->id.value()] = queued_.back().shape;
   }
-  HoldForClaims(claims);
+  HoldForVictims(s_.running, claims, cs_);
   // What leaving jobs free beyond their preemptors' needs (PreemptionPlan::soon). A preemptor's
   // need is met from its victims in their order; a job leaving for no one (or for a job gone
   // meanwhile) frees all it holds.
@@ -592,63 +580,6 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
 // for stops outside the fair-share order). Otherwise the victims' budget, which the walk may
 // reach first, would take them back, and the job would preempt it again once that work's
 // protection ended, without end.
-void Cycle::HoldForClaims(std::map<int64_t, Claim>& claims) {
-  if (claims.empty()) return;
-  for (const RunningJob& r : s_.running) {
-    if (!r.stopping) continue;
-    const auto it = claims.find(r.stop_for.value());
-    if (it == claims.end()) continue;
-    for (const Slice& sl : r.placement) it->second.leaving[sl.node.value()] += sl.gpus.value();
-  }
-  std::vector<uint8_t> used(cs_.size(), 0);
-  std::vector<int32_t> used_nodes;
-  for (auto& [id, claim] : claims) {
-    const Shape& sh = claim.shape;
-    // Each slice on a node of its own, the largest first; a slice that fits nowhere holds nothing
-    // (the job plans again once its victims have gone).
-    std::vector<int32_t> sizes(static_cast<size_t>(sh.count), sh.per_node);
-    if (sh.rest > 0) sizes.push_back(sh.rest);
-    // The victims' nodes, the most leaving first (then by node).
-    std::vector<std::pair<int64_t, int32_t>> beside;
-    for (const auto& [node, gpus] : claim.leaving) beside.emplace_back(-gpus, node);
-    std::sort(beside.begin(), beside.end());
-    for (const int32_t size : sizes) {
-      int32_t at = -1;
-      int64_t hold = 0;
-      for (const auto& [neg, node] : beside) {
-        const NodeId n(node);
-        if (used[static_cast<size_t>(node)] || !cs_.ready(n) || -neg + cs_.free(n) < size) continue;
-        at = node;
-        hold = std::max<int64_t>(0, size + neg);
-        break;
-      }
-      if (at < 0) {  // best fit among the nodes without a victim of the job
-        int32_t best_free = 0;
-        for (size_t k = 0; k < cs_.size(); ++k) {
-          const NodeId n(static_cast<int32_t>(k));
-          const int32_t f = cs_.free(n);
-          if (used[k] || !cs_.ready(n) || f < size || claim.leaving.count(n.value())) continue;
-          if (at < 0 || f < best_free) {
-            at = n.value();
-            best_free = f;
-          }
-        }
-        hold = size;
-      }
-      if (at < 0) continue;
-      used[static_cast<size_t>(at)] = 1;
-      used_nodes.push_back(at);
-      const NodeId n(at);
-      const auto take = static_cast<int32_t>(std::min<int64_t>(hold, cs_.free(n)));
-      if (take <= 0) continue;
-      const Slice held{n, Gpus(take)};
-      cs_.Take(std::span<const Slice>(&held, 1));
-    }
-    for (const int32_t node : used_nodes) used[static_cast<size_t>(node)] = 0;
-    used_nodes.clear();
-  }
-}
-
 std::vector<JobId> Cycle::PlaceFreedFor() {
   std::vector<JobId> placed;
   for (const PendingJob& p : s_.pending_funded) {

@@ -12,6 +12,7 @@
 #include "core/housekeeping.h"
 #include "core/preemption.h"
 #include "core/running_index.h"
+#include "core/victim_hold.h"
 
 namespace hg {
 namespace {
@@ -44,6 +45,7 @@ Decisions KueueQuotaPolicy::Cycle(const Snapshot& snap) const {
   // min_runtime is the protection the site configures: drains wait for it too.
   Housekeeping(snap, HousekeepingOptions{true}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
+  HoldForVictims(snap, waiting, cs);  // what a job waiting for its victims will need
   const BudgetTree* tree = snap.tree;
   auto project_of = [&](BudgetId b) { return tree ? KueueProjectOf(*tree, b) : b; };
 

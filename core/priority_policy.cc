@@ -9,6 +9,7 @@
 #include "core/merged_queue.h"
 #include "core/preemption.h"
 #include "core/running_index.h"
+#include "core/victim_hold.h"
 
 namespace hg {
 
@@ -20,6 +21,7 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   const std::map<int64_t, Seconds>& waiting = ix.waiting;
   Housekeeping(snap, HousekeepingOptions{false}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
+  HoldForVictims(snap, waiting, cs);  // what a job waiting for its victims will need
 
   // Tiers 2 and 1 in buckets, each first come, first served; tier 0, usually the long tail of
   // the queue (tens of thousands of sweeps), is walked in place afterwards: on a full cluster

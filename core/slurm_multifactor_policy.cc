@@ -14,6 +14,7 @@
 #include "core/preemption.h"
 #include "core/reservation_plan.h"
 #include "core/running_index.h"
+#include "core/victim_hold.h"
 
 namespace hg {
 namespace {
@@ -61,6 +62,7 @@ Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
   // PreemptExemptTime = min_runtime: drains wait for funded jobs' protection too.
   Housekeeping(snap, HousekeepingOptions{true}, stopping, out);
   ClusterState cs(snap.nodes, snap.running);
+  HoldForVictims(snap, waiting, cs);  // what a job waiting for its victims will need
   // Scavenger GPUs that a funded job could still preempt; none left means preemption is over.
   int64_t scavenger_gpus = 0;
   for (size_t i = 0; i < snap.running.size(); ++i)
