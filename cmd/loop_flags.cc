@@ -7,7 +7,8 @@ void AddLoopFlags(CLI::App* app, LoopFlags* flags) {
       ->capture_default_str();
   app->add_flag("--cycle-while-waiting", flags->cycle_while_waiting,
                 "Run the scheduling loop on every interval tick while a job waits, as the server "
-                "does, not only on ticks with an event (about three times the cycles)");
+                "does (hourglass server --interval-ms), not only on ticks with an event (about "
+                "three times the cycles)");
 }
 
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt) {

@@ -1,8 +1,9 @@
 // `--interval SECONDS` and `--cycle-while-waiting` of `hourglass sim` and `hourglass sim
 // compare`: how the simulated scheduling loop is driven (sim::SimOptions::interval and
 // cycle_while_waiting). The defaults, a 10 s tick and cycles on ticks with an event only, keep the
-// month fast; `--interval 1 --cycle-while-waiting` runs the loop as the server does (on events,
-// and every `--interval-ms`, 1 s by default), at some thirty times the cycles.
+// month fast; `--cycle-while-waiting` runs the loop as the server does (a cycle on every
+// multiple of `hourglass server --interval-ms`, 10 s by default), at about three times the
+// cycles.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -235,6 +235,26 @@ std::string& CurrentTrace() {
   return label;
 }
 
+// Odd-numbered scenarios run the server's loop (a cycle on every tick while a job waits,
+// SimOptions::cycle_while_waiting), even ones the simulator's default: properties hold under
+// both, and only the server's loop runs cycles between a stop and the victim's exit, where a
+// livelock hid until session 23 (core/victim_hold.h). Set by Trace.
+bool& ServerLoop() {
+  static bool server_loop = false;
+  return server_loop;
+}
+
+// Each test starts on the default loop, whatever scenario the test before it traced last (a soak
+// run executes every test in one process).
+class DefaultLoopEachTest : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo&) override { ServerLoop() = false; }
+};
+[[maybe_unused]] const bool kDefaultLoopEachTest = [] {
+  // gtest's listener list takes ownership of the listener.
+  ::testing::UnitTest::GetInstance()->listeners().Append(new DefaultLoopEachTest);
+  return true;
+}();
+
 // With HOURGLASS_SOAK_DUMP=DIR, every scenario run is written to DIR/<label>-<policy>/ as files
 // `hourglass sim --cluster/--budgets/--workload/--events --end-days` replays (the end in end_days),
 // so a failure a soak round finds can be studied with the CLI and its decision log.
@@ -252,6 +272,7 @@ void DumpScenario(const Scenario& sc, std::string_view policy) {
 std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "hourglass") {
   DumpScenario(sc, policy);
   SimOptions options;
+  options.cycle_while_waiting = ServerLoop();
   options.progress = [](Seconds at, int64_t events) {
     if (events > kMaxEvents) throw Spinning{at};
   };
@@ -288,7 +309,9 @@ Seconds FirstStart(const SimJob& j, const JobRecord& rec) {
 bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
 
 std::string Trace(const char* property, int i) {
-  CurrentTrace() = std::string(property) + " scenario " + std::to_string(i);
+  ServerLoop() = i % 2 == 1;
+  CurrentTrace() = std::string(property) + " scenario " + std::to_string(i) +
+                   (ServerLoop() ? " (server loop)" : "");
   return CurrentTrace();
 }
 
