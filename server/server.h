@@ -24,8 +24,8 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (read it back with Port())
   std::string policy = "hourglass";
   PolicyConfig config = DeployedConfig();  // the policy's tuning (hourglass server's flags)
-  // The scheduling tick (server/scheduler.h): the simulator's default interval, so that what is
-  // deployed is what `hourglass sim` measures.
+  // The scheduling tick (server/scheduler.h): the simulator's interval, so that `hourglass sim
+  // --cycle-while-waiting` runs the loop that is deployed.
   int64_t interval_ms = 10000;
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;

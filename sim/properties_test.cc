@@ -256,8 +256,9 @@ class DefaultLoopEachTest : public ::testing::EmptyTestEventListener {
 }();
 
 // With HOURGLASS_SOAK_DUMP=DIR, every scenario run is written to DIR/<label>-<policy>/ as files
-// `hourglass sim --cluster/--budgets/--workload/--events --end-days` replays (the end in end_days),
-// so a failure a soak round finds can be studied with the CLI and its decision log.
+// `hourglass sim --cluster/--budgets/--workload/--events --end-days` replays (the end in end_days;
+// add --cycle-while-waiting for a label that names the server loop), so a failure a soak round
+// finds can be studied with the CLI and its decision log.
 void DumpScenario(const Scenario& sc, std::string_view policy) {
   const char* dir = std::getenv("HOURGLASS_SOAK_DUMP");
   if (dir == nullptr) return;
