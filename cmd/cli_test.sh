@@ -284,6 +284,16 @@ if [[ $rc -ne 0 || -z $events_only || -z $timer ]] || ((timer < events_only + 35
 else
   pass "cycle_while_waiting_reaches_engine  (cycles $events_only -> $timer)"
 fi
+# --timer 60 cycles on the minutes of that hour instead: about 60 more than events only.
+run_sim "$D" --timer 60 || rc=$?
+minute=$(cycles)
+if [[ $rc -ne 0 || -z $minute ]] || ((minute < events_only + 55 || minute > events_only + 65)); then
+  fail timer_reaches_engine "rc $rc, cycles $events_only then $minute"
+else
+  pass "timer_reaches_engine  (cycles $events_only -> $minute)"
+fi
+new_case
+check timer_not_a_multiple "" "" --timer --timer 15
 
 # Both nodes are lost under Alice's job, which is not resumable, and one comes back 100 s later.
 # By default the job ends failed; with --resubmit-after 60 her resubmission runs to its end.

@@ -9,25 +9,39 @@ void AddLoopFlags(CLI::App* app, LoopFlags* flags) {
                 "Run the scheduling loop on every interval tick while a job waits, as the server "
                 "does (hourglass server --interval-ms), not only on ticks with an event (about "
                 "three times the cycles)");
+  app->add_option("--timer", flags->timer,
+                  "With it: cycle on the multiples of this many seconds while a job waits, events "
+                  "still on the next --interval tick (a multiple of --interval; implies "
+                  "--cycle-while-waiting)");
 }
 
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt) {
   if (flags.interval <= 0) return tl::unexpected(Error{"--interval", "must be positive", {}, 0});
+  if (flags.timer < 0 || flags.timer % flags.interval != 0)
+    return tl::unexpected(
+        Error{"--timer",
+              "must be a multiple of --interval (" + std::to_string(flags.interval) + " s)",
+              {},
+              0});
   opt->interval = Seconds(flags.interval);
-  opt->cycle_while_waiting = flags.cycle_while_waiting;
+  opt->cycle_while_waiting = flags.cycle_while_waiting || flags.timer > 0;
+  opt->timer = Seconds(flags.timer);
   return {};
 }
 
 std::string DescribeLoop(const LoopFlags& flags) {
   const LoopFlags defaults;
-  if (flags.interval == defaults.interval &&
-      flags.cycle_while_waiting == defaults.cycle_while_waiting)
-    return "";
+  const bool timer = flags.cycle_while_waiting || flags.timer > 0;
+  if (flags.interval == defaults.interval && timer == defaults.cycle_while_waiting) return "";
   const std::string tick = std::to_string(flags.interval) + " s";
   std::string line = "simulated loop: a cycle on the first " + tick + " tick after an event";
-  if (flags.cycle_while_waiting) line += ", and on every tick while a job waits";
+  if (flags.timer > 0)
+    line += ", and every " + std::to_string(flags.timer) + " s while a job waits";
+  else if (timer)
+    line += ", and on every tick while a job waits";
   line += " (--interval " + std::to_string(flags.interval);
   if (flags.cycle_while_waiting) line += " --cycle-while-waiting";
+  if (flags.timer > 0) line += " --timer " + std::to_string(flags.timer);
   return line + "; the default is a cycle on the first " + std::to_string(defaults.interval) +
          " s tick after an event)";
 }

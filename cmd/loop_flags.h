@@ -1,7 +1,7 @@
-// `--interval SECONDS` and `--cycle-while-waiting` of `hourglass sim` and `hourglass sim
-// compare`: how the simulated scheduling loop is driven (sim::SimOptions::interval and
-// cycle_while_waiting). The defaults, a 10 s tick and cycles on ticks with an event only, keep the
-// month fast; `--cycle-while-waiting` runs the loop as the server does (a cycle on every
+// `--interval SECONDS`, `--cycle-while-waiting` and `--timer SECONDS` of `hourglass sim` and
+// `hourglass sim compare`: how the simulated scheduling loop is driven (sim::SimOptions::interval,
+// cycle_while_waiting and timer). The defaults, a 10 s tick and cycles on ticks with an event only,
+// keep the month fast; `--cycle-while-waiting` runs the loop as the server does (a cycle on every
 // multiple of `hourglass server --interval-ms`, 10 s by default), at about three times the
 // cycles.
 #pragma once
@@ -18,11 +18,13 @@ namespace hg::cmd {
 struct LoopFlags {  // defaults: the simulator's (sim::SimOptions)
   int64_t interval = sim::SimOptions{}.interval.value();
   bool cycle_while_waiting = sim::SimOptions{}.cycle_while_waiting;
+  int64_t timer = 0;  // --timer: the waiting timer's period; implies --cycle-while-waiting
 };
 
 void AddLoopFlags(CLI::App* app, LoopFlags* flags);
 
-// Sets the options' loop; an error naming the option when the interval is not positive.
+// Sets the options' loop; an error naming the option when the interval is not positive or the
+// timer not a multiple of it.
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt);
 
 // A line for the report when the loop is not the default, so that its figures are read with the

@@ -97,15 +97,17 @@ class Engine {
   }
   void Dirty() {
     owed_dirty_ = true;
-    if (cycle_scheduled_) return;
     // The loop runs on interval ticks, and never twice at one instant: a change made by a
     // cycle (say a victim with no grace period leaving) waits for the next tick, as it would in
     // the server, so simulated time always moves on.
     const int64_t iv = opt_.interval.value();
     Seconds at((now_.value() + iv - 1) / iv * iv);
     if (last_cycle_ && at <= *last_cycle_) at = *last_cycle_ + opt_.interval;
+    // A cycle already due by then serves this change too; one due later (a waiting timer's
+    // tick) is brought forward, and its event is dropped when it comes.
+    if (next_cycle_ && *next_cycle_ <= at) return;
     Push(at, Ev::kCycle, 0);
-    cycle_scheduled_ = true;
+    next_cycle_ = at;
   }
   // The last activity a session's user reported by now: continuous until the workload's
   // idle_after.
@@ -164,7 +166,8 @@ class Engine {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   int64_t seq_ = 0;
   Seconds now_{0};
-  bool cycle_scheduled_ = false;
+  std::optional<Seconds> next_cycle_;  // when the next cycle runs; a kCycle event at another time
+                                       // was superseded by an earlier one
   std::optional<Seconds> last_cycle_;
 
   std::vector<JobSpec> specs_;
@@ -794,16 +797,21 @@ SimResult Engine::Run() {
       case Ev::kExternal:
         External(sc_.events[j]);
         break;
-      case Ev::kCycle:
-        cycle_scheduled_ = false;
+      case Ev::kCycle: {
+        if (!next_cycle_ || *next_cycle_ != now_) break;  // superseded by an earlier cycle
+        next_cycle_.reset();
         last_cycle_ = now_;
         RunCycle();
-        if (opt_.cycle_while_waiting && !cycle_scheduled_ && Waiting() > 0) {
+        if (opt_.cycle_while_waiting && !next_cycle_ && Waiting() > 0) {
           // A timer tick, not a change: what the policy is owed stays as it was (no Dirty).
-          Push(now_ + opt_.interval, Ev::kCycle, 0);
-          cycle_scheduled_ = true;
+          const int64_t period =
+              opt_.timer.value() > 0 ? opt_.timer.value() : opt_.interval.value();
+          const Seconds at((now_.value() / period + 1) * period);
+          Push(at, Ev::kCycle, 0);
+          next_cycle_ = at;
         }
         break;
+      }
       case Ev::kSample:
         Sample();
         break;
@@ -904,6 +912,10 @@ Result<void> Validate(const Scenario& sc, const PolicyConfig& config) {
 }
 
 Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options) {
+  if (options.interval.value() <= 0) return Fail("interval", "must be positive");
+  if (options.timer.value() < 0 || options.timer.value() % options.interval.value() != 0)
+    return Fail("timer", "must be 0 or a multiple of the interval (" +
+                             std::to_string(options.interval.value()) + " s)");
   if (auto ok = Validate(sc, options.policy); !ok) return tl::unexpected(ok.error());
   auto tree = BudgetTree::Build(sc.budgets);
   Engine engine(sc, policy, options, std::move(*tree));

@@ -30,6 +30,11 @@ struct SimOptions {
   // window moves, waits for the next event. On costs about three times the cycles: lab-month's
   // month then takes over the 10 s issue 2 allows, so it is not the default.
   bool cycle_while_waiting = false;
+  // With cycle_while_waiting: the waiting timer's period, a multiple of the interval (0: the
+  // interval, the server's loop). A longer one runs cycles on its own multiples while a job
+  // waits, and events still on the first interval tick after them: what a loop with events
+  // served within a tick and time-only changes within a longer timer would give (`--timer`).
+  Seconds timer{0};
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window
   // Users submit again what the cluster killed: a job that is not resumable and ended preempted,

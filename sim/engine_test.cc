@@ -238,11 +238,13 @@ struct TimerRun {
   SimResult r;
   Seconds a_start{-1};
 };
-TimerRun RunTimeOnlyChange(bool cycle_while_waiting) {
+TimerRun RunTimeOnlyChange(bool cycle_while_waiting, Seconds timer = Seconds(0),
+                           int64_t b_runs = 2 * 86400) {
   Scenario sc = OneNodeTwoBudgets("time-only", Days(3));
-  sc.jobs = {Job(1, 0, 8, "b", 2 * 86400), Job(2, 600, 8, "a", 3600)};
+  sc.jobs = {Job(1, 0, 8, "b", b_runs), Job(2, 600, 8, "a", 3600)};
   SimOptions opt;
   opt.cycle_while_waiting = cycle_while_waiting;
+  opt.timer = timer;
   TimerRun out{SimulateHourglass(sc, opt), Seconds(-1)};
   if (out.r.jobs.size() == 2 && !out.r.jobs[1].waits.empty())
     out.a_start = Seconds(600) + out.r.jobs[1].waits[0];
@@ -266,6 +268,43 @@ TEST(Engine, WithCycleWhileWaitingATimeOnlyChangeIsActedOnWithoutAnEvent) {
   // It cycles on the ticks while a's job waits, not over the whole run.
   EXPECT_GT(timer.r.cycles, events_only.r.cycles + (stop.at.value() - 600) / 10 - 5);
   EXPECT_LT(timer.r.cycles, events_only.r.cycles + stop.at.value() / 10 + 5);
+}
+
+// A waiting timer longer than the interval: the time-only change is acted on at one of its own
+// multiples, later than on the 10 s ticks but long before the next event, at a sixth of the
+// timer's cycles.
+TEST(Engine, ALongerWaitingTimerActsOnATimeOnlyChangeOnItsOwnTicks) {
+  const TimerRun every_tick = RunTimeOnlyChange(true);
+  const TimerRun minute = RunTimeOnlyChange(true, Seconds(60));
+  ASSERT_EQ(every_tick.r.preemptions.size(), 1u);
+  ASSERT_EQ(minute.r.preemptions.size(), 1u);
+  const Seconds at = minute.r.preemptions[0].at;
+  EXPECT_EQ(at.value() % 60, 0);
+  EXPECT_GE(at, every_tick.r.preemptions[0].at);
+  EXPECT_LT(at, every_tick.r.preemptions[0].at + Seconds(60));
+  EXPECT_LT(minute.r.cycles * 5, every_tick.r.cycles);
+}
+
+// An event still gets the next interval tick while a longer timer's tick is pending: b's job
+// ends at 1,205 s, and a's job, waiting since 600 s with the next timer tick due at 1,260 s,
+// starts at 1,210 s.
+TEST(Engine, AnEventBeforeALongerTimersTickIsServedOnTheNextIntervalTick) {
+  const TimerRun run = RunTimeOnlyChange(true, Seconds(60), 1205);
+  EXPECT_TRUE(run.r.preemptions.empty());
+  EXPECT_EQ(run.a_start, Seconds(1210));
+}
+
+TEST(Engine, ATimerThatIsNotAMultipleOfTheIntervalIsRefused) {
+  Scenario sc = OneNodeTwoBudgets("timer", Days(1));
+  sc.jobs = {Job(1, 0, 8, "b", 600)};
+  SimOptions opt;
+  opt.cycle_while_waiting = true;
+  opt.timer = Seconds(15);
+  auto policy = MakePolicy("hourglass", opt.policy);
+  ASSERT_TRUE(policy.has_value());
+  const auto r = Simulate(sc, **policy, opt);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().field, "timer");
 }
 
 // The reader leaves a lease's bounds to the policy, as it leaves min_runtime's cap: the run
