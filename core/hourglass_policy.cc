@@ -426,13 +426,15 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     // A funded victim taken outside the fair-share order (for a due reservation, or by a quick
     // job under quick_first) has a budget the walk may reach before this job's once it has gone:
     // it would take its GPUs back and be stopped again, round after round. So would a quick
-    // victim under quick_first, whose walk places quick jobs of every budget first. Such GPUs are
-    // held for this job (StopDecision::hold_for).
+    // victim under quick_first, whose walk places quick jobs of every budget first. So would any
+    // victim with large-job holds on, which may keep this job back behind its budget's blocked
+    // large job once the victim has gone (soak round 655, under the server's loop: thousands of
+    // rounds). Such GPUs are held for this job (StopDecision::hold_for).
     bool hold = false;
     if (r.spec->funded()) {
       code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation
                                                                    : ReasonCode::kPreemptFairShare;
-      hold = (cfg_.quick_first && IsQuick(*r.spec)) ||
+      hold = (cfg_.quick_first && IsQuick(*r.spec)) || cfg_.large_job_gpus > 0 ||
              !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
     }
     out_.stops.push_back(

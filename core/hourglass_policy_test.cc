@@ -168,6 +168,22 @@ TEST(HourglassPolicy, FundedJobPastProtectionIsPreemptedForABudgetFurtherBelowIt
   EXPECT_NE(why.find("budget a "), std::string::npos) << why;
 }
 
+// With large-job holds on, the walk may keep the preemptor back behind its budget's blocked large
+// job once the victim has gone, and the victim's budget would take the GPUs back: the stop holds
+// them for the preemptor. Under the server's loop that alternation ran thousands of rounds (soak
+// round 655, P5WithLargeJobHolds).
+TEST(HourglassPolicy, WithLargeJobHoldsAFairShareStopHoldsTheFreedGpusForItsPreemptor) {
+  const Seconds now = Days(2);
+  World w = Starved(now - Hours(2));
+  PolicyConfig cfg;
+  cfg.large_job_gpus = 65;
+  const Decisions d = w.Cycle(now, true, cfg);
+  ASSERT_EQ(d.stops.size(), 1u);
+  EXPECT_EQ(d.stops[0].job, kVictim);
+  EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptFairShare);
+  EXPECT_TRUE(d.stops[0].hold_for);
+}
+
 // An 8-GPU interactive session of `budget` with a 30-minute lease and a 12 h max_runtime.
 JobSpec& Session(World& w, std::string_view budget, Seconds min_runtime) {
   JobSpec& v = w.NewJob(8, budget, min_runtime, "interactive");
