@@ -772,6 +772,8 @@ SimResult Engine::Run() {
   while (!queue_.empty() && queue_.top().at <= sc_.end) {
     const Event e = queue_.top();
     queue_.pop();
+    // A timer's cycle that a change brought forward: not an event, and not a cycle.
+    if (e.kind == Ev::kCycle && (!next_cycle_ || *next_cycle_ != e.at)) continue;
     now_ = e.at;
     Account(now_);
     ++result_.events;
@@ -798,7 +800,6 @@ SimResult Engine::Run() {
         External(sc_.events[j]);
         break;
       case Ev::kCycle: {
-        if (!next_cycle_ || *next_cycle_ != now_) break;  // superseded by an earlier cycle
         next_cycle_.reset();
         last_cycle_ = now_;
         RunCycle();
