@@ -277,21 +277,21 @@ cycles() { grep -E '^      "cycles": ' "$D/out.json" | tr -dc '0-9'; }
 rc=0
 run_sim "$D" || rc=$?
 events_only=$(cycles)
-run_sim "$D" --cycle-while-waiting || rc=$?
-timer=$(cycles)
-if [[ $rc -ne 0 || -z $events_only || -z $timer ]] || ((timer < events_only + 350 || timer > events_only + 370)); then
-  fail cycle_while_waiting_reaches_engine "rc $rc, cycles $events_only then $timer"
-else
-  pass "cycle_while_waiting_reaches_engine  (cycles $events_only -> $timer)"
-fi
+# more_cycles NAME LOW HIGH FLAGS...: a run with FLAGS makes LOW to HIGH cycles more than events only.
+more_cycles() {
+  local name=$1 low=$2 high=$3 rc=0 n
+  shift 3
+  run_sim "$D" "$@" || rc=$?
+  n=$(cycles)
+  if [[ $rc -ne 0 || -z $events_only || -z $n ]] || ((n < events_only + low || n > events_only + high)); then
+    fail "$name" "rc $rc, cycles $events_only then $n"
+  else
+    pass "$name  (cycles $events_only -> $n)"
+  fi
+}
+more_cycles cycle_while_waiting_reaches_engine 350 370 --cycle-while-waiting
 # --timer 60 cycles on the minutes of that hour instead: about 60 more than events only.
-run_sim "$D" --timer 60 || rc=$?
-minute=$(cycles)
-if [[ $rc -ne 0 || -z $minute ]] || ((minute < events_only + 55 || minute > events_only + 65)); then
-  fail timer_reaches_engine "rc $rc, cycles $events_only then $minute"
-else
-  pass "timer_reaches_engine  (cycles $events_only -> $minute)"
-fi
+more_cycles timer_reaches_engine 55 65 --timer 60
 new_case
 check timer_not_a_multiple "" "" --timer --timer 15
 

@@ -16,16 +16,13 @@ void AddLoopFlags(CLI::App* app, LoopFlags* flags) {
 }
 
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt) {
-  if (flags.interval <= 0) return tl::unexpected(Error{"--interval", "must be positive", {}, 0});
-  if (flags.timer < 0 || flags.timer % flags.interval != 0)
-    return tl::unexpected(
-        Error{"--timer",
-              "must be a multiple of --interval (" + std::to_string(flags.interval) + " s)",
-              {},
-              0});
-  opt->interval = Seconds(flags.interval);
-  opt->cycle_while_waiting = flags.cycle_while_waiting || flags.timer > 0;
-  opt->timer = Seconds(flags.timer);
+  sim::SimOptions loop = *opt;
+  loop.interval = Seconds(flags.interval);
+  loop.cycle_while_waiting = flags.cycle_while_waiting || flags.timer > 0;
+  loop.timer = Seconds(flags.timer);
+  // The simulator's own check, before the scenario is read; its field is the flag's name.
+  if (auto ok = sim::CheckLoop(loop); !ok) return Fail("--" + ok.error().field, ok.error().reason);
+  *opt = std::move(loop);
   return {};
 }
 

@@ -23,8 +23,7 @@ struct LoopFlags {  // defaults: the simulator's (sim::SimOptions)
 
 void AddLoopFlags(CLI::App* app, LoopFlags* flags);
 
-// Sets the options' loop; an error naming the option when the interval is not positive or the
-// timer not a multiple of it.
+// Sets the options' loop, or leaves them as they were and names the flag (sim::CheckLoop).
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt);
 
 // A line for the report when the loop is not the default, so that its figures are read with the

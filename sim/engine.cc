@@ -912,11 +912,16 @@ Result<void> Validate(const Scenario& sc, const PolicyConfig& config) {
   return {};
 }
 
-Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options) {
+Result<void> CheckLoop(const SimOptions& options) {
   if (options.interval.value() <= 0) return Fail("interval", "must be positive");
   if (options.timer.value() < 0 || options.timer.value() % options.interval.value() != 0)
     return Fail("timer", "must be 0 or a multiple of the interval (" +
                              std::to_string(options.interval.value()) + " s)");
+  return {};
+}
+
+Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options) {
+  if (auto ok = CheckLoop(options); !ok) return tl::unexpected(ok.error());
   if (auto ok = Validate(sc, options.policy); !ok) return tl::unexpected(ok.error());
   auto tree = BudgetTree::Build(sc.budgets);
   Engine engine(sc, policy, options, std::move(*tree));

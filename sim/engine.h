@@ -60,7 +60,11 @@ struct SimOptions {
 // name known nodes and budgets); errors name the file line of the offending entry.
 Result<void> Validate(const Scenario& sc, const PolicyConfig& config);
 
-// Runs the scenario under `policy`. Fails only on an invalid scenario.
+// Checks the options' loop: a positive interval, and a timer of 0 or a multiple of it. Errors
+// name the option ("interval", "timer").
+Result<void> CheckLoop(const SimOptions& options);
+
+// Runs the scenario under `policy`. Fails only on an invalid scenario or loop.
 Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options);
 
 }  // namespace hg::sim
