@@ -540,6 +540,19 @@ else
   fail server_preempt_below_over_one "rc $rc, stderr: $(cat "$D/stderr.txt")"
 fi
 
+# The waiting timer's ticks must be ticks of the loop, as in the simulator (--timer).
+new_case
+rc=0
+(cd "$D" && "$HG" server --data data --interval-ms 10000 --timer-ms 15000 >stdout.txt 2>stderr.txt) ||
+  rc=$?
+if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == \
+  "hourglass server: --timer-ms: must be 0 or a multiple of --interval-ms (10000), got 15000" &&
+  ! -e $D/data ]]; then
+  pass server_timer_not_a_multiple
+else
+  fail server_timer_not_a_multiple "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+
 new_case
 rc=0
 (cd "$D" && "$HG" sim compare --scenario lab-month --end-days -2 --quiet \

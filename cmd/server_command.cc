@@ -21,6 +21,7 @@ struct Args {
   std::string port_file;
   std::string policy = "hourglass";
   int64_t interval_ms = server::ServerOptions{}.interval_ms;
+  int64_t timer_ms = server::ServerOptions{}.timer_ms;
   int64_t lost_after_s = 10;
   int64_t heartbeat_s = 1;
   std::string budgets;
@@ -50,6 +51,7 @@ int Run(const Args& a) {
   if (!config) return Fail(config.error().ToString());
   o.config = *config;
   o.interval_ms = a.interval_ms;
+  o.timer_ms = a.timer_ms;
   o.lost_after_s = a.lost_after_s;
   o.heartbeat_s = a.heartbeat_s;
   if (!a.budgets.empty()) {
@@ -105,6 +107,10 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--interval-ms", args->interval_ms,
                   "scheduling tick in ms (default 10000, the simulator's)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
+  cmd->add_option("--timer-ms", args->timer_ms,
+                  "also run a cycle on each multiple of this while a job waits (0, the default: "
+                  "cycles on changes and wake-ups only, as `hourglass sim` by default; a multiple "
+                  "of --interval-ms, as `hourglass sim --timer`)");
   cmd->add_option("--lost-after-s", args->lost_after_s,
                   "a node without heartbeat this long is lost (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));

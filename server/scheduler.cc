@@ -6,8 +6,8 @@
 
 namespace hg::server {
 
-Scheduler::Scheduler(Clock& clock, int64_t interval_ms, Cycle cycle)
-    : clock_(clock), interval_ms_(interval_ms), cycle_(std::move(cycle)) {
+Scheduler::Scheduler(Clock& clock, int64_t interval_ms, Tick tick)
+    : clock_(clock), interval_ms_(interval_ms), tick_(std::move(tick)) {
   assert(interval_ms_ > 0);
 }
 
@@ -29,9 +29,9 @@ void Scheduler::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-int64_t Scheduler::cycles() const {
+int64_t Scheduler::ticks() const {
   std::lock_guard lock(mu_);
-  return cycles_;
+  return ticks_;
 }
 
 int64_t Scheduler::NextTick(int64_t now_ms, int64_t interval_ms) {
@@ -47,11 +47,11 @@ void Scheduler::Loop() {
       continue;
     }
     lock.unlock();
-    auto ok = cycle_();
+    auto ok = tick_();
     if (!ok) spdlog::error("scheduling cycle failed: {}", ok.error().ToString());
     lock.lock();
-    ++cycles_;
-    // A cycle that outlasts the interval skips the ticks it missed rather than running late ones
+    ++ticks_;
+    // A tick that outlasts the interval skips the ticks it missed rather than running late ones
     // back to back.
     due = NextTick(clock_.NowMs(), interval_ms_);
   }

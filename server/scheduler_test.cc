@@ -54,7 +54,7 @@ std::vector<int64_t> CycleTimes(JumpingClock& clock, int64_t interval_ms, size_t
     done.wait(lock, [&] { return at.size() >= cycles; });
   }
   sched.Stop();
-  EXPECT_EQ(sched.cycles(), static_cast<int64_t>(cycles));
+  EXPECT_EQ(sched.ticks(), static_cast<int64_t>(cycles));
   return at;
 }
 

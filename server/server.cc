@@ -31,6 +31,12 @@ Server::Server(ServerOptions options) : opt_(std::move(options)) {}
 Server::~Server() { Stop(); }
 
 Result<void> Server::Start() {
+  if (opt_.interval_ms <= 0) return Fail("--interval-ms", "must be positive");
+  // The timer's ticks must be ticks of the loop, as in the simulator (sim::CheckLoop).
+  if (opt_.timer_ms < 0 || opt_.timer_ms % opt_.interval_ms != 0)
+    return Fail("--timer-ms", "must be 0 or a multiple of --interval-ms (" +
+                                  std::to_string(opt_.interval_ms) + "), got " +
+                                  std::to_string(opt_.timer_ms));
   std::error_code ec;
   std::filesystem::create_directories(opt_.data_dir, ec);
   if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());
@@ -42,6 +48,7 @@ Result<void> Server::Start() {
   so.config = opt_.config;
   so.heartbeat_s = opt_.heartbeat_s;
   so.lost_after_s = opt_.lost_after_s;
+  so.timer_ms = opt_.timer_ms;
   so.initial_budgets = opt_.budgets;
   auto state = State::Open(*store_, clock_, so);
   if (!state) return tl::unexpected(state.error());
@@ -53,8 +60,11 @@ Result<void> Server::Start() {
     if (auto ok = WriteSecret(AdminTokenFile(), new_admin_token_); !ok) return ok;
   }
   State* state_ptr = state_.get();
-  scheduler_ = std::make_unique<Scheduler>(clock_, opt_.interval_ms,
-                                           [state_ptr] { return state_ptr->RunCycle(); });
+  scheduler_ = std::make_unique<Scheduler>(clock_, opt_.interval_ms, [state_ptr]() -> Result<void> {
+    auto ran = state_ptr->Tick();
+    if (!ran) return tl::unexpected(ran.error());
+    return {};
+  });
 
   http_ = std::make_unique<httplib::Server>();
   const int threads = opt_.threads;

@@ -24,9 +24,11 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (read it back with Port())
   std::string policy = "hourglass";
   PolicyConfig config = DeployedConfig();  // the policy's tuning (hourglass server's flags)
-  // The scheduling tick (server/scheduler.h): the simulator's interval, so that `hourglass sim
-  // --cycle-while-waiting` runs the loop that is deployed.
+  // The scheduling tick (server/scheduler.h): the simulator's interval, so that `hourglass sim`
+  // runs the loop that is deployed.
   int64_t interval_ms = 10000;
+  // The waiting timer (StateOptions::timer_ms): 0 or a multiple of interval_ms.
+  int64_t timer_ms = 0;
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
   int threads = 96;  // HTTP worker pool: 64 concurrent clients plus agents

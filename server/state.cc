@@ -248,6 +248,7 @@ Result<void> State::Impl::RebuildTree(std::vector<store::BudgetRecord> records, 
   hist_delivered.Replay(tree, *delivered, now);
   hist_owed.Replay(tree, *owed, now);
   counts_dirty = true;
+  changed = true;
   last = std::max(last, now);
   return {};
 }
@@ -301,6 +302,7 @@ void State::Impl::AddPending(JobRt& j) {
   auto& q = j.rec.budget.empty() ? pending_unfunded : pending_funded;
   q.insert({j.rec.queued_since, j.rec.id});
   counts_dirty = true;
+  changed = true;
 }
 
 void State::Impl::RemovePending(JobRt& j) {
@@ -463,6 +465,7 @@ Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t i
       });
       if (!ok) return tl::unexpected(StoreFailure(ok.error()));
       s.RemovePending(j);
+      s.changed = true;
       j.rec = std::move(rec);
     } else if (j.rec.state == "running") {
       s.Account(now);

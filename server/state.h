@@ -33,6 +33,11 @@ struct StateOptions {
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
   Seconds window = Days(7);
+  // The waiting timer (State::Tick): also a cycle on each multiple of this while a job waits,
+  // whether or not anything changed. 0: none, cycles on changes and wake-ups only, the
+  // simulator's default loop; the scheduling tick: `hourglass sim --cycle-while-waiting`; a
+  // multiple T of it: `hourglass sim --timer T/1000`.
+  int64_t timer_ms = 0;
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
 };
@@ -97,9 +102,13 @@ class State {
   Reply<nlohmann::json> OnHeartbeat(const Heartbeat& hb);
 
   // --- the scheduling loop ------------------------------------------------------------------
-  // Marks lost nodes, runs one policy cycle and applies its decisions. Store failures are
-  // returned (the decisions not yet applied are dropped; the next cycle decides again).
-  Result<void> RunCycle();
+  // One tick of the loop (server/scheduler.h calls it on every multiple of the interval): marks
+  // the nodes whose heartbeats stopped as lost, then runs one policy cycle and applies its
+  // decisions if something changed since the last cycle, a protection, lease, max_runtime or
+  // drain deadline ended since, or the waiting timer is due: the loop `hourglass sim` runs by
+  // default (sim/engine.cc). Returns whether a cycle ran. Store failures are returned (the
+  // decisions not yet applied are dropped, and the next tick runs a cycle to decide again).
+  Result<bool> Tick();
   std::string MetricsText();
 
  private:

@@ -117,6 +117,8 @@ Result<void> State::Impl::SetNodeState(size_t n, NodeState to, int64_t now) {
   }
   (void)now;
   counts_dirty = true;
+  // A drain that emptied is the cycle's own decision; the simulator counts no event for it.
+  if (to != NodeState::kDrained) changed = true;
   return {};
 }
 
@@ -219,6 +221,7 @@ Result<void> State::Impl::Stop(JobRt& j, const std::string& kind, const Reason& 
 
 Result<void> State::Impl::EndAttempt(JobRt& j, int64_t now) {
   Account(now);
+  changed = true;
   store::JobRecord rec = j.rec;
   std::optional<int32_t> code, sig;
   bool clean = true;
@@ -324,18 +327,53 @@ Result<void> State::Impl::MarkLost(size_t n, int64_t now) {
   return {};
 }
 
-Result<void> State::RunCycle() {
+bool State::Impl::WakeDue(int64_t now) const {
+  if (!last_cycle_s) return true;
+  // The policy treats a time that has come (<= now) as passed, so the last cycle served any
+  // before it; as in the simulator, a run's wake-ups count while it is stopping too.
+  const auto due = [&](Seconds t) { return t.value() > *last_cycle_s && t.value() <= now; };
+  for (int64_t id : running) {
+    const JobRt& j = jobs.at(id);
+    const JobSpec& sp = j.spec;
+    if (sp.funded() && sp.min_runtime.value() > 0 && due(j.started + sp.min_runtime)) return true;
+    if (sp.max_runtime && due(j.started + *sp.max_runtime)) return true;
+    if (sp.funded() && sp.lease.value() > 0 &&
+        due(std::max(j.started, Seconds(j.rec.active_at.value_or(0))) + sp.lease))
+      return true;
+  }
+  for (const Node& n : nodes)
+    if (n.state == NodeState::kDraining && n.drain_deadline && due(*n.drain_deadline)) return true;
+  return false;
+}
+
+Result<bool> State::Tick() {
   Impl& s = *impl_;
   std::lock_guard lock(s.mu);
-  const int64_t t0 = s.clock.SteadyNs();
   const int64_t now = s.NowS();
   const int64_t now_ms = s.clock.NowMs();
   s.Account(now);
+  // Heartbeats are checked on every tick, not only in cycles: a lost node is a change.
   for (size_t n = 0; n < s.nodes.size(); ++n) {
     if (s.nodes[n].state == NodeState::kLost) continue;
     if (now_ms - s.node_rt[n].last_hb_ms > s.opt.lost_after_s * 1000)
-      if (auto ok = s.MarkLost(n, now); !ok) return ok;
+      if (auto ok = s.MarkLost(n, now); !ok) return tl::unexpected(ok.error());
   }
+  const bool timer = s.next_timer_ms && now_ms >= *s.next_timer_ms;
+  if (!s.changed && !timer && !s.WakeDue(now)) return false;
+  if (auto ok = s.Cycle(now, now_ms); !ok) {
+    s.changed = true;  // decide again at the next tick
+    return tl::unexpected(ok.error());
+  }
+  return true;
+}
+
+Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
+  Impl& s = *this;
+  const int64_t t0 = s.clock.SteadyNs();
+  // What the cycle itself does (starts, stops, drained nodes) is not a change; what it ends at
+  // once (a stopped job that never started) is, as in the simulator.
+  s.changed = false;
+  s.last_cycle_s = now;
   s.Account(now);
   std::vector<PendingJob> pf, pu;
   for (const auto& [qs, id] : s.pending_funded) {
@@ -424,6 +462,9 @@ Result<void> State::RunCycle() {
   if (s.cycle_seconds.size() > 1024) s.cycle_seconds.pop_front();
   s.cycle_seconds_sum += secs;
   ++s.cycle_count;
+  s.next_timer_ms.reset();
+  if (s.opt.timer_ms > 0 && (!s.pending_funded.empty() || !s.pending_unfunded.empty()))
+    s.next_timer_ms = (now_ms / s.opt.timer_ms + 1) * s.opt.timer_ms;
   return {};
 }
 
@@ -468,6 +509,7 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
     }
     s.node_rt[n].last_hb_ms = s.clock.NowMs();
     s.node_rt[n].agent_token = r.token;
+    s.changed = true;  // a new node, or one back with its size and labels
     // Start orders of attempts the agent does not list go out again at its next heartbeat.
     std::set<AttemptRef> listed(r.running.begin(), r.running.end());
     for (int64_t id : s.running) {
@@ -552,6 +594,7 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
       s.nodes[n].drain_since = Seconds(now);
       s.nodes[n].drain_deadline.reset();
       s.counts_dirty = true;
+      s.changed = true;
     }
     // Exits first: an attempt that ended is not "missing" below.
     for (const ExitReport& e : hb.exited) {
@@ -699,6 +742,7 @@ Reply<nlohmann::json> State::Drain(const std::string& node, const std::string& r
     nd.drain_deadline.reset();
     if (deadline_at) nd.drain_deadline = Seconds(*deadline_at);
     s.counts_dirty = true;
+    s.changed = true;
   }
   return nlohmann::json{{"name", node}, {"state", "draining"}};
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -117,6 +118,15 @@ struct State::Impl {
   double cycle_seconds_sum = 0;
   int64_t cycle_count = 0;
 
+  // The loop (State::Tick). A tick runs a cycle when something changed since the last one (the
+  // changes sim/engine.cc counts as events: a submission, an end, a node or budget change; not
+  // the cycle's own starts and stops), when a time the policy acts on has come since (a
+  // protection, lease, max_runtime or drain deadline end: the simulator's wake-ups), or on the
+  // waiting timer's tick (StateOptions::timer_ms).
+  bool changed = true;  // true at first, so what recovery loaded is acted on
+  std::optional<int64_t> last_cycle_s;
+  std::optional<int64_t> next_timer_ms;
+
   int64_t NowS() const { return clock.NowMs() / 1000; }
 
   // state.cc
@@ -131,6 +141,10 @@ struct State::Impl {
   size_t AddNode(const store::NodeRecord& rec);
 
   // state_cycle.cc
+  // Whether a protection, lease, max_runtime or drain deadline ended in (last cycle, now].
+  bool WakeDue(int64_t now) const;
+  // One policy cycle at `now` (seconds) and `now_ms`, its decisions applied.
+  Result<void> Cycle(int64_t now, int64_t now_ms);
   Result<void> Start(const StartDecision& d, int64_t now);
   Result<void> Stop(JobRt& j, const std::string& kind, const Reason& why, const std::string& words,
                     JobId for_job, int64_t now);

@@ -1,0 +1,210 @@
+// The loop's rule (State::Tick), on a clock the test moves: a tick runs a policy cycle only after
+// a change, when a protection, lease, max_runtime or drain deadline has ended since the last
+// cycle, or on the waiting timer's tick, as `hourglass sim` drives the policy (sim/engine.cc).
+// In process, on a real SQLite store; the end-to-end path through HTTP and agents is in
+// scheduling_test.cc.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "server/requests.h"
+#include "server/state.h"
+#include "store/sqlite_store.h"
+#include "store/test_dir.h"
+
+namespace hg::server {
+namespace {
+
+using nlohmann::json;
+
+class ManualClock : public Clock {
+ public:
+  explicit ManualClock(int64_t now_ms) : now_(now_ms) {}
+  int64_t NowMs() const override { return now_; }
+  int64_t SteadyNs() const override { return now_ * 1000000; }
+  void WaitUntil(std::unique_lock<std::mutex>&, std::condition_variable&, int64_t) override {}
+  void Set(int64_t ms) { now_ = ms; }
+
+ private:
+  int64_t now_;
+};
+
+const store::PrincipalRecord kAdmin{"admin", "admin"};
+
+// One node "n1" of `gpus` GPUs, registered at 0 s; budgets "a" (share `share_a`) and "b" (share
+// 1). Times are seconds after 1,000,000 s since the epoch.
+class Loop {
+ public:
+  explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0)
+      : clock_(int64_t{1000000} * 1000) {
+    auto st = store::OpenSqliteStore(dir_.path() + "/hourglass.db");
+    EXPECT_TRUE(st) << st.error().ToString();
+    store_ = std::move(*st);
+    StateOptions o;
+    o.lost_after_s = lost_after_s;  // by default long: the test beats only when it needs to
+    o.timer_ms = timer_ms;
+    o.initial_budgets = {BudgetSpec{"a", "", share_a, std::nullopt, {}, 0},
+                         BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+    auto s = State::Open(*store_, clock_, o);
+    EXPECT_TRUE(s) << s.error().ToString();
+    state_ = std::move(*s);
+    auto reg = ParseRegistration({{"node", "n1"},
+                                  {"gpus", gpus},
+                                  {"labels", {{"block", "b0"}}},
+                                  {"running", json::array()}});
+    EXPECT_TRUE(reg);
+    EXPECT_TRUE(state_->Register(*reg));
+  }
+
+  // Seconds since the start.
+  void At(int64_t s) { clock_.Set((int64_t{1000000} + s) * 1000); }
+  bool Tick() {
+    auto ran = state_->Tick();
+    EXPECT_TRUE(ran) << ran.error().ToString();
+    return ran && *ran;
+  }
+  int64_t Submit(const json& body) {
+    auto rec = ParseJobRequest(body);
+    EXPECT_TRUE(rec) << rec.error().reason;
+    auto id = state_->Submit(kAdmin, *rec);
+    EXPECT_TRUE(id) << id.error().reason;
+    return id ? *id : 0;
+  }
+  std::string StateOf(int64_t id) {
+    auto j = state_->JobJson(kAdmin, id);
+    EXPECT_TRUE(j);
+    return j ? (*j)["state"].get<std::string>() : "";
+  }
+  // A heartbeat from n1 that lists every start order as running (confirms the starts).
+  void Beat() {
+    auto hb = ParseHeartbeat({{"node", "n1"},
+                              {"health", {{"ok", true}, {"detail", ""}}},
+                              {"running", running_},
+                              {"exited", json::array()}});
+    ASSERT_TRUE(hb);
+    auto r = state_->OnHeartbeat(*hb);
+    ASSERT_TRUE(r);
+    for (const json& o : (*r)["orders"])
+      if (o["type"] == "start")
+        running_.push_back({{"job", o["job"]}, {"attempt", o["attempt"]}, {"pid", 1}});
+  }
+  State& state() { return *state_; }
+
+ private:
+  store::TestDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<State> state_;
+  json running_ = json::array();
+};
+
+TEST(StateTick, ACycleRunsOnlyOnATickAfterAChange) {
+  Loop l(2);
+  l.At(0);
+  EXPECT_TRUE(l.Tick());  // what recovery loaded (here: the node) is acted on
+  l.At(10);
+  EXPECT_FALSE(l.Tick());  // nothing new
+  const int64_t j = l.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"x"}}});
+  EXPECT_EQ(l.StateOf(j), "pending");
+  l.At(20);
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(j), "running");
+  l.Beat();  // the agent confirms the start: not a change
+  l.At(30);
+  EXPECT_FALSE(l.Tick());
+  // A drain by the operator is a change; its job (unprotected, no deadline needed) is stopped.
+  ASSERT_TRUE(l.state().Drain("n1", "disk", std::nullopt));
+  l.At(40);
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(j), "stopping");
+  l.At(50);
+  EXPECT_FALSE(l.Tick());
+}
+
+// b's job holds the only GPU under a 100 s min_runtime while a's waits: no cycle until the
+// protection ends, then one that stops it for a. (a's share is large enough that the GPU, once
+// a holds it, counted at the fair-share key's live weight, would not put a above b: no
+// ping-pong.)
+TEST(StateTick, ATickAfterAProtectionEndsRunsACycle) {
+  Loop l(1, 0, 86400, 1000.0);
+  l.At(0);
+  const int64_t b = l.Submit({{"budget", "b"},
+                              {"gpus", 1},
+                              {"min_runtime_s", 100},
+                              {"resumable", true},
+                              {"command", {"x"}}});
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(b), "running");
+  l.Beat();  // confirmed at 0 s: protected until 100 s
+  l.At(10);
+  const int64_t a = l.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"y"}}});
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(a), "pending");
+  for (int64_t t : {20, 50, 99}) {
+    l.At(t);
+    EXPECT_FALSE(l.Tick()) << "at " << t << " s";
+  }
+  l.At(100);
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(b), "stopping");
+  l.At(110);
+  EXPECT_FALSE(l.Tick());
+}
+
+// With the waiting timer at 60 s, a waiting job gets a cycle on each multiple of 60 s even when
+// nothing changed; with nothing waiting, the timer stops.
+TEST(StateTick, TheWaitingTimerRunsACycleOnItsTicksWhileAJobWaits) {
+  Loop l(1, 60000);
+  l.At(0);
+  const int64_t first =
+      l.Submit({{"budget", "b"}, {"gpus", 1}, {"min_runtime_s", 1000}, {"command", {"x"}}});
+  const int64_t second = l.Submit({{"budget", "b"}, {"gpus", 1}, {"command", {"y"}}});
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(first), "running");
+  EXPECT_EQ(l.StateOf(second), "pending");
+  l.Beat();
+  // Start times are whole seconds since the epoch; 1,000,000 s is a multiple of 60 plus 40.
+  int ran = 0;
+  for (int64_t t = 10; t <= 300; t += 10) {
+    l.At(t);
+    if (l.Tick()) {
+      ++ran;
+      EXPECT_EQ((1000000 + t) % 60, 0) << "a timer cycle at " << t << " s";
+    }
+  }
+  EXPECT_EQ(ran, 5);  // 1,000,020 s, ..., 1,000,260 s
+  // Nothing waits once the second job is cancelled: a change, then no timer.
+  ASSERT_TRUE(l.state().Cancel(kAdmin, second));
+  l.At(310);
+  EXPECT_TRUE(l.Tick());
+  for (int64_t t = 320; t <= 500; t += 10) {
+    l.At(t);
+    EXPECT_FALSE(l.Tick()) << "at " << t << " s";
+  }
+}
+
+// Heartbeats are checked on every tick, cycle or not: a node silent for longer than lost_after
+// (30 s here) is lost at the first tick after, which is a change, so that tick runs a cycle and
+// the node's resumable job is back in the queue.
+TEST(StateTick, ANodeWhoseHeartbeatsStopIsLostAtTheNextTick) {
+  Loop l(1, 0, 30);
+  l.At(0);
+  const int64_t j =
+      l.Submit({{"budget", "a"}, {"gpus", 1}, {"resumable", true}, {"command", {"x"}}});
+  EXPECT_TRUE(l.Tick());
+  l.Beat();  // the last heartbeat, at 0 s
+  for (int64_t t : {10, 20, 30}) {
+    l.At(t);
+    EXPECT_FALSE(l.Tick()) << "at " << t << " s";
+    EXPECT_EQ(l.StateOf(j), "running");
+  }
+  l.At(31);
+  EXPECT_TRUE(l.Tick());
+  EXPECT_EQ(l.StateOf(j), "pending");
+  auto nodes = l.state().NodesJson();
+  EXPECT_EQ(nodes["nodes"][0]["state"], "lost") << nodes.dump();
+}
+
+}  // namespace
+}  // namespace hg::server
