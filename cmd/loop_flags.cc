@@ -6,13 +6,13 @@ void AddLoopFlags(CLI::App* app, LoopFlags* flags) {
   app->add_option("--interval", flags->interval, "Scheduling interval in seconds")
       ->capture_default_str();
   app->add_flag("--cycle-while-waiting", flags->cycle_while_waiting,
-                "Run the scheduling loop on every interval tick while a job waits, as the server "
-                "does (hourglass server --interval-ms), not only on ticks with an event (about "
-                "three times the cycles)");
+                "Run the scheduling loop on every interval tick while a job waits, not only on "
+                "ticks after an event (about three times the cycles; hourglass server "
+                "--timer-ms equal to its --interval-ms)");
   app->add_option("--timer", flags->timer,
-                  "With it: cycle on the multiples of this many seconds while a job waits, events "
+                  "Also cycle on the multiples of this many seconds while a job waits, events "
                   "still on the next --interval tick (a multiple of --interval; implies "
-                  "--cycle-while-waiting)");
+                  "--cycle-while-waiting; hourglass server --timer-ms)");
 }
 
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt) {

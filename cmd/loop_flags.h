@@ -1,9 +1,9 @@
 // `--interval SECONDS`, `--cycle-while-waiting` and `--timer SECONDS` of `hourglass sim` and
 // `hourglass sim compare`: how the simulated scheduling loop is driven (sim::SimOptions::interval,
-// cycle_while_waiting and timer). The defaults, a 10 s tick and cycles on ticks with an event only,
-// keep the month fast; `--cycle-while-waiting` runs the loop as the server does (a cycle on every
-// multiple of `hourglass server --interval-ms`, 10 s by default), at about three times the
-// cycles.
+// cycle_while_waiting and timer). The defaults, a 10 s tick and cycles on ticks after an event
+// only, are the loop `hourglass server` runs with its defaults; `--timer T` is the server's
+// `--timer-ms` (T x 1000), and `--cycle-while-waiting` a timer on every tick (the server's loop in
+// session 23), at about three times the cycles.
 #pragma once
 
 #include <CLI/CLI.hpp>

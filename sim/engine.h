@@ -22,18 +22,17 @@ struct DecisionLogEntry {
 struct SimOptions {
   PolicyConfig policy;   // caps and tuning shared with the server
   Seconds interval{10};  // the scheduling loop runs at most this often
-  // Also run the loop on every interval tick while any job waits, as the server does: it runs a
-  // cycle on every multiple of `hourglass server --interval-ms` (10 s; server/scheduler.h), so
-  // with this on, and the same interval, the simulator runs the server's loop. Off, a cycle runs
-  // only on a tick with an event (a submission, an end, a protection running out...), and a
-  // change that time alone brings, such as a waiting budget's key falling below a victim's as the
-  // window moves, waits for the next event. On costs about three times the cycles: lab-month's
-  // month then takes over the 10 s issue 2 allows, so it is not the default.
+  // Off (the default), a cycle runs only on the first tick after an event (a submission, an end,
+  // a node or budget change, a protection, lease, max_runtime or drain deadline running out): the
+  // loop `hourglass server` runs since session 24 (State::Tick), on the multiples of its
+  // `--interval-ms` (10 s). A change that time alone brings, such as a waiting budget's key
+  // falling below a victim's as the window moves, waits for the next event. On, the loop also
+  // runs on every tick while any job waits (the server with `--timer-ms` equal to its interval,
+  // its loop in session 23), at about three times the cycles.
   bool cycle_while_waiting = false;
   // With cycle_while_waiting: the waiting timer's period, a multiple of the interval (0: the
-  // interval, the server's loop). A longer one runs cycles on its own multiples while a job
-  // waits, and events still on the first interval tick after them: what a loop with events
-  // served within a tick and time-only changes within a longer timer would give (`--timer`).
+  // interval). A longer one runs cycles on its own multiples while a job waits, and events still
+  // on the first interval tick after them (`--timer`; `hourglass server --timer-ms`).
   Seconds timer{0};
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window

@@ -231,9 +231,9 @@ TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLe
 // A change that time alone brings: b's job has held the node since 0 s; a's job arrives at
 // 600 s, when taking the node would leave a (its held GPUs weighed as live usage) above b, so the
 // no-ping-pong rule forbids it. As b's usage grows, a falls further below; nothing else happens
-// until b's job ends two days later. The server's loop also runs on a timer and preempts once the
-// rule allows it; the simulator does so with cycle_while_waiting, and without it only at the next
-// event.
+// until b's job ends two days later. With a waiting timer (cycle_while_waiting; the server's
+// --timer-ms) the loop preempts once the rule allows it; without one (the default, in the server
+// too) only at the next event.
 struct TimerRun {
   SimResult r;
   Seconds a_start{-1};

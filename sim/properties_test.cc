@@ -235,19 +235,20 @@ std::string& CurrentTrace() {
   return label;
 }
 
-// Odd-numbered scenarios run the server's loop (a cycle on every tick while a job waits,
-// SimOptions::cycle_while_waiting), even ones the simulator's default: properties hold under
-// both, and only the server's loop runs cycles between a stop and the victim's exit, where a
+// Odd-numbered scenarios run a cycle on every tick while a job waits
+// (SimOptions::cycle_while_waiting; the server with --timer-ms equal to its interval, its loop in
+// session 23), even ones the default loop (the server's since session 24): properties hold under
+// both, and only the every-tick loop runs cycles between a stop and the victim's exit, where a
 // livelock hid until session 23 (core/victim_hold.h). Set by Trace.
-bool& ServerLoop() {
-  static bool server_loop = false;
-  return server_loop;
+bool& EveryTick() {
+  static bool every_tick = false;
+  return every_tick;
 }
 
 // Each test starts on the default loop, whatever scenario the test before it traced last (a soak
 // run executes every test in one process).
 class DefaultLoopEachTest : public ::testing::EmptyTestEventListener {
-  void OnTestStart(const ::testing::TestInfo&) override { ServerLoop() = false; }
+  void OnTestStart(const ::testing::TestInfo&) override { EveryTick() = false; }
 };
 [[maybe_unused]] const bool kDefaultLoopEachTest = [] {
   // gtest's listener list takes ownership of the listener.
@@ -257,7 +258,7 @@ class DefaultLoopEachTest : public ::testing::EmptyTestEventListener {
 
 // With HOURGLASS_SOAK_DUMP=DIR, every scenario run is written to DIR/<label>-<policy>/ as files
 // `hourglass sim --cluster/--budgets/--workload/--events --end-days` replays (the end in end_days;
-// add --cycle-while-waiting for a label that names the server loop), so a failure a soak round
+// add --cycle-while-waiting for a label that says "every tick"), so a failure a soak round
 // finds can be studied with the CLI and its decision log.
 void DumpScenario(const Scenario& sc, std::string_view policy) {
   const char* dir = std::getenv("HOURGLASS_SOAK_DUMP");
@@ -273,7 +274,7 @@ void DumpScenario(const Scenario& sc, std::string_view policy) {
 std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "hourglass") {
   DumpScenario(sc, policy);
   SimOptions options;
-  options.cycle_while_waiting = ServerLoop();
+  options.cycle_while_waiting = EveryTick();
   options.progress = [](Seconds at, int64_t events) {
     if (events > kMaxEvents) throw Spinning{at};
   };
@@ -310,9 +311,9 @@ Seconds FirstStart(const SimJob& j, const JobRecord& rec) {
 bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRunning; }
 
 std::string Trace(const char* property, int i) {
-  ServerLoop() = i % 2 == 1;
+  EveryTick() = i % 2 == 1;
   CurrentTrace() = std::string(property) + " scenario " + std::to_string(i) +
-                   (ServerLoop() ? " (server loop)" : "");
+                   (EveryTick() ? " (every tick)" : "");
   return CurrentTrace();
 }
 
