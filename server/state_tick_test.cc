@@ -10,6 +10,7 @@
 
 #include "server/requests.h"
 #include "server/state.h"
+#include "server/test_clock.h"
 #include "store/sqlite_store.h"
 #include "store/test_dir.h"
 
@@ -17,18 +18,6 @@ namespace hg::server {
 namespace {
 
 using nlohmann::json;
-
-class ManualClock : public Clock {
- public:
-  explicit ManualClock(int64_t now_ms) : now_(now_ms) {}
-  int64_t NowMs() const override { return now_; }
-  int64_t SteadyNs() const override { return now_ * 1000000; }
-  void WaitUntil(std::unique_lock<std::mutex>&, std::condition_variable&, int64_t) override {}
-  void Set(int64_t ms) { now_ = ms; }
-
- private:
-  int64_t now_;
-};
 
 const store::PrincipalRecord kAdmin{"admin", "admin"};
 
