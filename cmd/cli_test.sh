@@ -262,9 +262,12 @@ new_case
 check resubmit_after_below_minus_one "" "" --resubmit-after --resubmit-after -2
 new_case
 check interval_zero "" "" --interval --interval 0
+new_case
+check max_gap_negative "" "" --max-gap --max-gap -1
 
 # Three whole-node jobs on two nodes: the third waits an hour. --cycle-while-waiting runs the loop
-# on every 10 s tick of that hour (about 360 cycles more), not only on the ticks with an event.
+# on every 10 s tick of that hour (about 360 cycles more), not only on the ticks with an event
+# (the default: events only).
 new_case
 cat >"$D/workload.csv" <<'EOF2'
 id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
@@ -292,6 +295,8 @@ more_cycles() {
 more_cycles cycle_while_waiting_reaches_engine 350 370 --cycle-while-waiting
 # --timer 60 cycles on the minutes of that hour instead: about 60 more than events only.
 more_cycles timer_reaches_engine 55 65 --timer 60
+# --max-gap 300 bounds the gap between cycles while a job waits: about 12 more.
+more_cycles max_gap_reaches_engine 10 14 --max-gap 300
 new_case
 check timer_not_a_multiple "" "" --timer --timer 15
 
@@ -551,6 +556,15 @@ if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == \
   pass server_timer_not_a_multiple
 else
   fail server_timer_not_a_multiple "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+new_case
+rc=0
+(cd "$D" && "$HG" server --data data --max-gap-ms -1 >stdout.txt 2>stderr.txt) || rc=$?
+if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass server: --max-gap-ms: must not be negative" &&
+  ! -e $D/data ]]; then
+  pass server_max_gap_negative
+else
+  fail server_max_gap_negative "rc $rc, stderr: $(cat "$D/stderr.txt")"
 fi
 
 new_case

@@ -19,6 +19,7 @@ struct LoopFlags {  // defaults: the simulator's (sim::SimOptions)
   int64_t interval = sim::SimOptions{}.interval.value();
   bool cycle_while_waiting = sim::SimOptions{}.cycle_while_waiting;
   int64_t timer = 0;  // --timer: the waiting timer's period; implies --cycle-while-waiting
+  int64_t max_gap = sim::SimOptions{}.max_gap.value();  // --max-gap
 };
 
 void AddLoopFlags(CLI::App* app, LoopFlags* flags);

@@ -22,6 +22,7 @@ struct Args {
   std::string policy = "hourglass";
   int64_t interval_ms = server::ServerOptions{}.interval_ms;
   int64_t timer_ms = server::ServerOptions{}.timer_ms;
+  int64_t max_gap_ms = server::ServerOptions{}.max_gap_ms;
   int64_t lost_after_s = 10;
   int64_t heartbeat_s = 1;
   std::string budgets;
@@ -52,6 +53,7 @@ int Run(const Args& a) {
   o.config = *config;
   o.interval_ms = a.interval_ms;
   o.timer_ms = a.timer_ms;
+  o.max_gap_ms = a.max_gap_ms;
   o.lost_after_s = a.lost_after_s;
   o.heartbeat_s = a.heartbeat_s;
   if (!a.budgets.empty()) {
@@ -111,6 +113,10 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
                   "also run a cycle on each multiple of this while a job waits (0, the default: "
                   "cycles on changes and wake-ups only, as `hourglass sim` by default; a multiple "
                   "of --interval-ms, as `hourglass sim --timer`)");
+  cmd->add_option(
+      "--max-gap-ms", args->max_gap_ms,
+      "while a job waits, run a cycle on the first tick this long after the last one "
+      "if nothing brought one sooner (0, the default: no bound; hourglass sim --max-gap)");
   cmd->add_option("--lost-after-s", args->lost_after_s,
                   "a node without heartbeat this long is lost (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));

@@ -93,8 +93,9 @@ std::vector<BudgetSpec> Budgets() {
           BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
 }
 
-// `timer`: the waiting timer's period in seconds, 0 for none.
-std::map<int64_t, Story> Simulated(const std::vector<Job>& jobs, int64_t timer, int64_t* cycles) {
+// `timer`: the waiting timer's period in seconds, 0 for none; `max_gap` likewise.
+std::map<int64_t, Story> Simulated(const std::vector<Job>& jobs, int64_t timer, int64_t max_gap,
+                                   int64_t* cycles) {
   sim::Scenario sc;
   sc.name = "parity";
   sc.end = Seconds(kEnd);
@@ -124,6 +125,7 @@ std::map<int64_t, Story> Simulated(const std::vector<Job>& jobs, int64_t timer, 
   opt.policy = DeployedConfig();
   opt.cycle_while_waiting = timer > 0;
   opt.timer = Seconds(timer);
+  opt.max_gap = Seconds(max_gap);
   auto policy = MakePolicy("hourglass", opt.policy);
   EXPECT_TRUE(policy);
   auto r = sim::Simulate(sc, **policy, opt);
@@ -202,8 +204,8 @@ class Agent {
 // The server's side: a second at a time, the submissions and the agent's report of that second
 // first, then, on a multiple of 10 s, the scheduler's tick, after which the agent takes its
 // orders and confirms the starts at once (its next heartbeat, in the same second).
-std::map<int64_t, Story> Served(const std::vector<Job>& jobs, int64_t timer, int64_t* cycles,
-                                std::vector<int64_t>* max_runtime_stops) {
+std::map<int64_t, Story> Served(const std::vector<Job>& jobs, int64_t timer, int64_t max_gap,
+                                int64_t* cycles, std::vector<int64_t>* max_runtime_stops) {
   store::TestDir dir;
   ManualClock clock;
   // The run's 0 s is a multiple of the tick and of the timer since the Unix epoch, as the
@@ -215,6 +217,7 @@ std::map<int64_t, Story> Served(const std::vector<Job>& jobs, int64_t timer, int
   StateOptions o;
   o.config = DeployedConfig();
   o.timer_ms = timer * 1000;
+  o.max_gap_ms = max_gap * 1000;
   o.lost_after_s = 86400;
   o.initial_budgets = Budgets();
   auto state = State::Open(**st, clock, o);
@@ -281,13 +284,13 @@ std::map<int64_t, Story> Served(const std::vector<Job>& jobs, int64_t timer, int
 }
 
 // Runs both sides and compares every job's story and the number of cycles.
-void ExpectParity(int64_t timer, std::map<int64_t, Story>* served_out, int64_t* cycles_out,
-                  std::vector<int64_t>* max_runtime_stops) {
+void ExpectParity(int64_t timer, int64_t max_gap, std::map<int64_t, Story>* served_out,
+                  int64_t* cycles_out, std::vector<int64_t>* max_runtime_stops) {
   const std::vector<Job> jobs = Workload();
   int64_t sim_cycles = 0;
-  const std::map<int64_t, Story> simulated = Simulated(jobs, timer, &sim_cycles);
+  const std::map<int64_t, Story> simulated = Simulated(jobs, timer, max_gap, &sim_cycles);
   int64_t cycles = 0;
-  const std::map<int64_t, Story> served = Served(jobs, timer, &cycles, max_runtime_stops);
+  const std::map<int64_t, Story> served = Served(jobs, timer, max_gap, &cycles, max_runtime_stops);
   ASSERT_EQ(served.size(), jobs.size());
   for (const auto& [id, story] : served)
     EXPECT_EQ(story, simulated.at(id))
@@ -301,7 +304,7 @@ TEST(LoopParity, TheServerAndTheSimulatorStartAndStopTheSameJobsAtTheSameSeconds
   std::map<int64_t, Story> served;
   int64_t cycles = 0;
   std::vector<int64_t> max_runtime_stops;
-  ExpectParity(0, &served, &cycles, &max_runtime_stops);
+  ExpectParity(0, 0, &served, &cycles, &max_runtime_stops);
   ASSERT_EQ(served.size(), 6u);
   // The scenario does what it is meant to: the sweep is stopped for b; a's gang waits for the
   // protection of b's first job (started at 50 s, 1,000 s) and then stops both; max_runtime ends
@@ -324,11 +327,22 @@ TEST(LoopParity, WithAWaitingTimerTheyStillAgree) {
   std::map<int64_t, Story> served, without;
   int64_t cycles = 0, cycles_without = 0;
   std::vector<int64_t> stops, stops_without;
-  ExpectParity(60, &served, &cycles, &stops);
-  ExpectParity(0, &without, &cycles_without, &stops_without);
+  ExpectParity(60, 0, &served, &cycles, &stops);
+  ExpectParity(0, 0, &without, &cycles_without, &stops_without);
   // While a's gang waits (410-1050 s) and a's second job waits (1203-2080 s), the timer's ticks
   // on the multiples of 60 s are cycles no event asked for.
   EXPECT_GE(cycles, cycles_without + 20);
+}
+
+// And with a bound on the gap between cycles while a job waits (`--max-gap-ms 300000`,
+// `--max-gap 300`): a's gang waits 640 s and a's second job 877 s, so the bound adds cycles.
+TEST(LoopParity, WithAMaxGapTheyStillAgree) {
+  std::map<int64_t, Story> served, without;
+  int64_t cycles = 0, cycles_without = 0;
+  std::vector<int64_t> stops, stops_without;
+  ExpectParity(0, 300, &served, &cycles, &stops);
+  ExpectParity(0, 0, &without, &cycles_without, &stops_without);
+  EXPECT_GE(cycles, cycles_without + 4);
 }
 
 }  // namespace

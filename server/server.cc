@@ -37,6 +37,7 @@ Result<void> Server::Start() {
     return Fail("--timer-ms", "must be 0 or a multiple of --interval-ms (" +
                                   std::to_string(opt_.interval_ms) + "), got " +
                                   std::to_string(opt_.timer_ms));
+  if (opt_.max_gap_ms < 0) return Fail("--max-gap-ms", "must not be negative");
   std::error_code ec;
   std::filesystem::create_directories(opt_.data_dir, ec);
   if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());
@@ -49,6 +50,7 @@ Result<void> Server::Start() {
   so.heartbeat_s = opt_.heartbeat_s;
   so.lost_after_s = opt_.lost_after_s;
   so.timer_ms = opt_.timer_ms;
+  so.max_gap_ms = opt_.max_gap_ms;
   so.initial_budgets = opt_.budgets;
   auto state = State::Open(*store_, clock_, so);
   if (!state) return tl::unexpected(state.error());

@@ -38,6 +38,10 @@ struct StateOptions {
   // simulator's default loop; the scheduling tick: `hourglass sim --cycle-while-waiting`; a
   // multiple T of it: `hourglass sim --timer T/1000`.
   int64_t timer_ms = 0;
+  // While a job waits, the longest the loop goes without a cycle (0: no bound): a cycle on the
+  // first tick this long after the last one if nothing brought one sooner (`hourglass sim
+  // --max-gap`, in seconds).
+  int64_t max_gap_ms = 0;
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
 };

@@ -462,9 +462,14 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   if (s.cycle_seconds.size() > 1024) s.cycle_seconds.pop_front();
   s.cycle_seconds_sum += secs;
   ++s.cycle_count;
+  // The next cycle no event asks for, while a job waits: the timer's next multiple, or the first
+  // tick max_gap after this one, whichever comes first.
   s.next_timer_ms.reset();
-  if (s.opt.timer_ms > 0 && (!s.pending_funded.empty() || !s.pending_unfunded.empty()))
-    s.next_timer_ms = (now_ms / s.opt.timer_ms + 1) * s.opt.timer_ms;
+  if (!s.pending_funded.empty() || !s.pending_unfunded.empty()) {
+    if (s.opt.timer_ms > 0) s.next_timer_ms = (now_ms / s.opt.timer_ms + 1) * s.opt.timer_ms;
+    if (s.opt.max_gap_ms > 0 && (!s.next_timer_ms || now_ms + s.opt.max_gap_ms < *s.next_timer_ms))
+      s.next_timer_ms = now_ms + s.opt.max_gap_ms;
+  }
   return {};
 }
 

@@ -25,7 +25,8 @@ const store::PrincipalRecord kAdmin{"admin", "admin"};
 // 1). Times are seconds after 1,000,000 s since the epoch.
 class Loop {
  public:
-  explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0)
+  explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0,
+                int64_t max_gap_ms = 0)
       : clock_(int64_t{1000000} * 1000) {
     auto st = store::OpenSqliteStore(dir_.path() + "/hourglass.db");
     EXPECT_TRUE(st) << st.error().ToString();
@@ -33,6 +34,7 @@ class Loop {
     StateOptions o;
     o.lost_after_s = lost_after_s;  // by default long: the test beats only when it needs to
     o.timer_ms = timer_ms;
+    o.max_gap_ms = max_gap_ms;
     o.initial_budgets = {BudgetSpec{"a", "", share_a, std::nullopt, {}, 0},
                          BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
     auto s = State::Open(*store_, clock_, o);
@@ -171,6 +173,36 @@ TEST(StateTick, TheWaitingTimerRunsACycleOnItsTicksWhileAJobWaits) {
     l.At(t);
     EXPECT_FALSE(l.Tick()) << "at " << t << " s";
   }
+}
+
+// With max_gap at 100 s, a waiting job gets a cycle on the first tick 100 s after the last one,
+// whatever the grid; none while nothing waits.
+TEST(StateTick, AMaxGapRunsACycleWhenNothingElseDidForThatLong) {
+  Loop l(1, 0, 86400, 1.0, 100000);
+  l.At(0);
+  const int64_t first =
+      l.Submit({{"budget", "b"}, {"gpus", 1}, {"min_runtime_s", 1000}, {"command", {"x"}}});
+  EXPECT_TRUE(l.Tick());
+  l.Beat();
+  l.At(5);
+  const int64_t second = l.Submit({{"budget", "b"}, {"gpus", 1}, {"command", {"y"}}});
+  l.At(10);
+  EXPECT_TRUE(l.Tick());  // the submission
+  EXPECT_EQ(l.StateOf(second), "pending");
+  std::vector<int64_t> ran;
+  for (int64_t t = 20; t <= 400; t += 10) {
+    l.At(t);
+    if (l.Tick()) ran.push_back(t);
+  }
+  EXPECT_EQ(ran, std::vector<int64_t>({110, 210, 310}));
+  ASSERT_TRUE(l.state().Cancel(kAdmin, second));
+  l.At(410);
+  EXPECT_TRUE(l.Tick());
+  for (int64_t t = 420; t <= 700; t += 10) {
+    l.At(t);
+    EXPECT_FALSE(l.Tick()) << "at " << t << " s";
+  }
+  EXPECT_EQ(l.StateOf(first), "running");
 }
 
 // Heartbeats are checked on every tick, cycle or not: a node silent for longer than lost_after

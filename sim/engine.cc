@@ -803,13 +803,24 @@ SimResult Engine::Run() {
         next_cycle_.reset();
         last_cycle_ = now_;
         RunCycle();
-        if (opt_.cycle_while_waiting && !next_cycle_ && Waiting() > 0) {
+        if (!next_cycle_ && Waiting() > 0) {
           // A timer tick, not a change: what the policy is owed stays as it was (no Dirty).
-          const int64_t period =
-              opt_.timer.value() > 0 ? opt_.timer.value() : opt_.interval.value();
-          const Seconds at((now_.value() / period + 1) * period);
-          Push(at, Ev::kCycle, 0);
-          next_cycle_ = at;
+          std::optional<Seconds> at;
+          if (opt_.cycle_while_waiting) {
+            const int64_t period =
+                opt_.timer.value() > 0 ? opt_.timer.value() : opt_.interval.value();
+            at = Seconds((now_.value() / period + 1) * period);
+          }
+          if (opt_.max_gap.value() > 0) {
+            // The first tick at least max_gap after this cycle.
+            const int64_t iv = opt_.interval.value();
+            const Seconds gap((now_.value() + opt_.max_gap.value() + iv - 1) / iv * iv);
+            if (!at || gap < *at) at = gap;
+          }
+          if (at) {
+            Push(*at, Ev::kCycle, 0);
+            next_cycle_ = *at;
+          }
         }
         break;
       }
@@ -917,6 +928,7 @@ Result<void> CheckLoop(const SimOptions& options) {
   if (options.timer.value() < 0 || options.timer.value() % options.interval.value() != 0)
     return Fail("timer", "must be 0 or a multiple of the interval (" +
                              std::to_string(options.interval.value()) + " s)");
+  if (options.max_gap.value() < 0) return Fail("max-gap", "must not be negative");
   return {};
 }
 

@@ -232,19 +232,20 @@ TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLe
 // 600 s, when taking the node would leave a (its held GPUs weighed as live usage) above b, so the
 // no-ping-pong rule forbids it. As b's usage grows, a falls further below; nothing else happens
 // until b's job ends two days later. With a waiting timer (cycle_while_waiting; the server's
-// --timer-ms) the loop preempts once the rule allows it; without one (the default, in the server
-// too) only at the next event.
+// --timer-ms) the loop preempts once the rule allows it; with events only (the default) only at
+// the next event; with a max_gap, within it.
 struct TimerRun {
   SimResult r;
   Seconds a_start{-1};
 };
 TimerRun RunTimeOnlyChange(bool cycle_while_waiting, Seconds timer = Seconds(0),
-                           int64_t b_runs = 2 * 86400) {
+                           int64_t b_runs = 2 * 86400, Seconds max_gap = Seconds(0)) {
   Scenario sc = OneNodeTwoBudgets("time-only", Days(3));
   sc.jobs = {Job(1, 0, 8, "b", b_runs), Job(2, 600, 8, "a", 3600)};
   SimOptions opt;
   opt.cycle_while_waiting = cycle_while_waiting;
   opt.timer = timer;
+  opt.max_gap = max_gap;
   TimerRun out{SimulateHourglass(sc, opt), Seconds(-1)};
   if (out.r.jobs.size() == 2 && !out.r.jobs[1].waits.empty())
     out.a_start = Seconds(600) + out.r.jobs[1].waits[0];
@@ -292,6 +293,24 @@ TEST(Engine, AnEventBeforeALongerTimersTickIsServedOnTheNextIntervalTick) {
   const TimerRun run = RunTimeOnlyChange(true, Seconds(60), 1205);
   EXPECT_TRUE(run.r.preemptions.empty());
   EXPECT_EQ(run.a_start, Seconds(1210));
+}
+
+// A bound on the gap between cycles while a job waits (max_gap; 300 s, as kube-scheduler retries
+// an unschedulable pod after at most 5 minutes): the time-only change is acted on within 300 s
+// of when every tick would, at a twentieth of every tick's cycles.
+TEST(Engine, AMaxGapActsOnATimeOnlyChangeWithinItsBound) {
+  const TimerRun every_tick = RunTimeOnlyChange(true);
+  const TimerRun gap = RunTimeOnlyChange(false, Seconds(0), 2 * 86400, Seconds(300));
+  ASSERT_EQ(every_tick.r.preemptions.size(), 1u);
+  ASSERT_EQ(gap.r.preemptions.size(), 1u);
+  const Seconds at = gap.r.preemptions[0].at;
+  EXPECT_GE(at, every_tick.r.preemptions[0].at);
+  EXPECT_LE(at, every_tick.r.preemptions[0].at + Seconds(300));
+  EXPECT_EQ(gap.r.preemptions[0].cause, StopCause::kFairShare);
+  EXPECT_LT(gap.r.cycles * 20, every_tick.r.cycles);
+  // Nothing waits once a's job runs: no cycles without events after it.
+  const TimerRun none = RunTimeOnlyChange(false);
+  EXPECT_LT(gap.r.cycles, none.r.cycles + (at.value() - 600) / 300 + 5);
 }
 
 TEST(Engine, ATimerThatIsNotAMultipleOfTheIntervalIsRefused) {
