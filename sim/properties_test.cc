@@ -245,6 +245,16 @@ bool& EveryTick() {
   return every_tick;
 }
 
+// A soak of a bounded gap between cycles (SimOptions::max_gap): with HOURGLASS_SOAK_MAX_GAP=S, the
+// odd-numbered scenarios run the default loop with max_gap S instead of every tick. 0 if unset.
+int64_t SoakMaxGap() {
+  static const int64_t gap = [] {
+    const char* v = std::getenv("HOURGLASS_SOAK_MAX_GAP");
+    return v == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(v));
+  }();
+  return gap;
+}
+
 // Each test starts on the default loop, whatever scenario the test before it traced last (a soak
 // run executes every test in one process).
 class DefaultLoopEachTest : public ::testing::EmptyTestEventListener {
@@ -274,7 +284,8 @@ void DumpScenario(const Scenario& sc, std::string_view policy) {
 std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "hourglass") {
   DumpScenario(sc, policy);
   SimOptions options;
-  options.cycle_while_waiting = EveryTick();
+  options.cycle_while_waiting = EveryTick() && SoakMaxGap() == 0;
+  if (EveryTick() && SoakMaxGap() > 0) options.max_gap = Seconds(SoakMaxGap());
   options.progress = [](Seconds at, int64_t events) {
     if (events > kMaxEvents) throw Spinning{at};
   };
@@ -313,7 +324,9 @@ bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRu
 std::string Trace(const char* property, int i) {
   EveryTick() = i % 2 == 1;
   CurrentTrace() = std::string(property) + " scenario " + std::to_string(i) +
-                   (EveryTick() ? " (every tick)" : "");
+                   (!EveryTick()        ? ""
+                    : SoakMaxGap() == 0 ? " (every tick)"
+                                        : " (max gap " + std::to_string(SoakMaxGap()) + " s)");
   return CurrentTrace();
 }
 
