@@ -125,7 +125,7 @@ struct State::Impl {
   // waiting timer's tick (StateOptions::timer_ms).
   bool changed = true;  // true at first, so what recovery loaded is acted on
   std::optional<int64_t> last_cycle_s;
-  std::optional<int64_t> next_timer_ms;
+  std::optional<int64_t> next_timer_ms;  // the waiting timer's next tick, or max_gap's, if sooner
 
   int64_t NowS() const { return clock.NowMs() / 1000; }
 

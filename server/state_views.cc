@@ -30,7 +30,7 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
   if (r.state == "pending" && j.estimated_start != kNever) eta = j.estimated_start.value();
   nlohmann::json prot = nullptr;
   if (j.active() && !r.budget.empty() && r.started_at) {
-    // What the policy honours (core's RunningJob rules, built as RunCycle builds it): the
+    // What the policy honours (core's RunningJob rules, built as State::Impl::Cycle builds it): the
     // contract, extended by a session's lease unless the site turned leases off.
     RunningJob run;
     run.spec = &j.spec;
