@@ -56,6 +56,13 @@ std::string RenderMetrics(MetricsInput in) {
       << "\n";
   o << "hourglass_cycle_seconds_sum " << Num(in.cycle_seconds_sum) << "\n";
   o << "hourglass_cycle_seconds_count " << in.cycle_count << "\n";
+  o << "# HELP hourglass_cycles_total Scheduling cycles by what made the loop run them.\n"
+       "# TYPE hourglass_cycles_total counter\n";
+  for (const char* trigger : {"change", "wake", "timer"}) {
+    const auto it = in.cycles_by_trigger.find(trigger);
+    o << "hourglass_cycles_total{trigger=\"" << trigger << "\"} "
+      << (it == in.cycles_by_trigger.end() ? 0 : it->second) << "\n";
+  }
   o << "# HELP hourglass_preemptions_total Jobs stopped by the policy, by reason.\n"
        "# TYPE hourglass_preemptions_total counter\n";
   for (const auto& [reason, n] : in.preemptions)

@@ -17,6 +17,9 @@ struct MetricsInput {
   std::vector<double> cycle_seconds;  // the last cycles (up to 1024), any order
   double cycle_seconds_sum = 0;
   int64_t cycle_count = 0;
+  // Cycles by what made the loop run them (State::Tick): "change", "wake" (a protection, lease,
+  // max_runtime or drain deadline ended) or "timer" (the waiting timer or max_gap).
+  std::map<std::string, int64_t> cycles_by_trigger;
   std::map<std::string, int64_t> preemptions;                       // by reason code
   std::vector<std::pair<std::string, double>> owed_gpu_hours;       // by budget path
   std::vector<std::pair<std::string, double>> delivered_gpu_hours;  // by budget path

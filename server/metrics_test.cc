@@ -22,6 +22,7 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
   in.cycle_seconds = {0.002, 0.001, 0.004};
   in.cycle_seconds_sum = 0.007;
   in.cycle_count = 3;
+  in.cycles_by_trigger = {{"change", 2}, {"wake", 1}};
   in.preemptions = {{"preempt_for_funded", 2}};
   in.owed_gpu_hours = {{"ai/\"x\"", 1.5}};
   in.delivered_gpu_hours = {{"ai", 0.25}};
@@ -41,6 +42,9 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
         "hourglass_nodes{state=\"ready\"} 2\n", "hourglass_submissions_total 7\n",
         "hourglass_activity_reports_total{source=\"api\"} 4\n",
         "hourglass_activity_reports_total{source=\"cpu\"} 5\n",
+        "hourglass_cycles_total{trigger=\"change\"} 2\n",
+        "hourglass_cycles_total{trigger=\"wake\"} 1\n",
+        "hourglass_cycles_total{trigger=\"timer\"} 0\n",
         "# TYPE hourglass_cycle_seconds summary\n"})
     EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
 }

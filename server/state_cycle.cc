@@ -358,8 +358,12 @@ Result<bool> State::Tick() {
     if (now_ms - s.node_rt[n].last_hb_ms > s.opt.lost_after_s * 1000)
       if (auto ok = s.MarkLost(n, now); !ok) return tl::unexpected(ok.error());
   }
-  const bool timer = s.next_timer_ms && now_ms >= *s.next_timer_ms;
-  if (!s.changed && !timer && !s.WakeDue(now)) return false;
+  const char* trigger = s.changed                                       ? "change"
+                        : s.WakeDue(now)                                ? "wake"
+                        : s.next_timer_ms && now_ms >= *s.next_timer_ms ? "timer"
+                                                                        : nullptr;
+  if (trigger == nullptr) return false;
+  ++s.cycles_by_trigger[trigger];
   if (auto ok = s.Cycle(now, now_ms); !ok) {
     s.changed = true;  // decide again at the next tick
     return tl::unexpected(ok.error());

@@ -117,6 +117,7 @@ struct State::Impl {
   std::deque<double> cycle_seconds;                  // the last 1024
   double cycle_seconds_sum = 0;
   int64_t cycle_count = 0;
+  std::map<std::string, int64_t> cycles_by_trigger;  // MetricsInput::cycles_by_trigger
 
   // The loop (State::Tick). A tick runs a cycle when something changed since the last one (the
   // changes sim/engine.cc counts as events: a submission, an end, a node or budget change; not

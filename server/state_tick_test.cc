@@ -139,6 +139,10 @@ TEST(StateTick, ATickAfterAProtectionEndsRunsACycle) {
   l.At(100);
   EXPECT_TRUE(l.Tick());
   EXPECT_EQ(l.StateOf(b), "stopping");
+  // The metrics say why each cycle ran: two submissions, one protection's end.
+  const std::string m = l.state().MetricsText();
+  EXPECT_NE(m.find("hourglass_cycles_total{trigger=\"change\"} 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("hourglass_cycles_total{trigger=\"wake\"} 1\n"), std::string::npos) << m;
   l.At(110);
   EXPECT_FALSE(l.Tick());
 }

@@ -270,6 +270,7 @@ std::string State::MetricsText() {
     in.cycle_seconds.assign(s.cycle_seconds.begin(), s.cycle_seconds.end());
     in.cycle_seconds_sum = s.cycle_seconds_sum;
     in.cycle_count = s.cycle_count;
+    in.cycles_by_trigger = s.cycles_by_trigger;
     in.preemptions = s.preemptions_total;
     for (BudgetId b : s.tree.Visible()) {
       if (b == kRootBudget) continue;
