@@ -388,7 +388,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
-           fs_->VictimSideOverShare(j.budget, r.spec->budget);
+           fs_->QuickMayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
   };
   // Every slice but an uneven gang's last is shape.per_node GPUs, each on a node of its own:
   // fewer nodes to host one than the gang has such slices, no plan.

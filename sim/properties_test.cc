@@ -281,11 +281,14 @@ void DumpScenario(const Scenario& sc, std::string_view policy) {
   std::ofstream(out + "/end_days") << static_cast<double>(sc.end.value()) / 86400.0 << "\n";
 }
 
-std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "hourglass") {
+// `max_gap`, if positive, bounds the gap between cycles (SimOptions::max_gap) on either loop.
+std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "hourglass",
+                                Seconds max_gap = Seconds(0)) {
   DumpScenario(sc, policy);
   SimOptions options;
   options.cycle_while_waiting = EveryTick() && SoakMaxGap() == 0;
   if (EveryTick() && SoakMaxGap() > 0) options.max_gap = Seconds(SoakMaxGap());
+  if (max_gap.value() > 0) options.max_gap = max_gap;
   options.progress = [](Seconds at, int64_t events) {
     if (events > kMaxEvents) throw Spinning{at};
   };
@@ -1548,7 +1551,8 @@ TEST(PropertiesRegression, PreemptorBarredFromReservedGpusSpinsAtOneInstant) {
 // P5 scenario 92, a 28-GPU job restarted 2,066 times while two funded jobs never started; in
 // round 3, contract scenario 67 (quick_first), jobs stayed pending to the end. Each scenario is
 // the generator's, as the property tests draw it in that round.
-void CheckSoakScenario(uint64_t base, uint64_t round, int index, bool p5, std::string_view policy) {
+void CheckSoakScenario(uint64_t base, uint64_t round, int index, bool p5, std::string_view policy,
+                       Seconds max_gap = Seconds(0)) {
   const Rng root(SoakSeed(base, round));
   Rng rng = root.Fork(static_cast<uint64_t>(index));
   MixKnobs k;
@@ -1560,7 +1564,7 @@ void CheckSoakScenario(uint64_t base, uint64_t round, int index, bool p5, std::s
     k.flood = true;
   }
   const Scenario sc = Mixed(rng, k);
-  auto r = RunSim(sc, policy);
+  auto r = RunSim(sc, policy, max_gap);
   ASSERT_TRUE(r);
   for (const JobRecord& rec : r->jobs) {
     EXPECT_TRUE(Terminal(rec.final_state))
@@ -1593,6 +1597,15 @@ TEST(PropertiesRegression, AGangThatTookAReservationsGpusKeepsThemFromTheNext) {
 TEST(PropertiesRegression, StopsForQuickJobsUnderQuickFirstHoldTheFreedGpus) {
   CheckSoakScenario(0x50430007, 3, 67, false, "hourglass-quick-first");
   CheckSoakScenario(0x50350006, 8, 161, true, "hourglass-quick-first");
+}
+
+// Policy (FairShare::QuickMayPreempt), found in session 24 when the first scenario above ran with
+// a 300 s max gap: a debug job stopped a batch job of a budget over its share under quick_first,
+// leaving that budget below the debug job's, so the batch job, requeued, stopped the debug job
+// by fair share at the next gap cycle, and so on: each started 28 times. quick_first's stops now
+// keep the victim's side at or above the preemptor's.
+TEST(PropertiesRegression, QuickFirstStopsDoNotPingPongWithFairShare) {
+  CheckSoakScenario(0x50430007, 3, 67, false, "hourglass-quick-first", Seconds(300));
 }
 
 // Soak rounds 153 (contract scenario 63) and 144 (P5 scenario 50), quick_first: the GPUs held
