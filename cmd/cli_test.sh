@@ -267,7 +267,7 @@ check max_gap_negative "" "" --max-gap --max-gap -1
 
 # Three whole-node jobs on two nodes: the third waits an hour. --cycle-while-waiting runs the loop
 # on every 10 s tick of that hour (about 360 cycles more), not only on the ticks with an event
-# (the default: events only).
+# (--max-gap 0: events only).
 new_case
 cat >"$D/workload.csv" <<'EOF2'
 id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
@@ -278,7 +278,7 @@ EOF2
 printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
 cycles() { grep -E '^      "cycles": ' "$D/out.json" | tr -dc '0-9'; }
 rc=0
-run_sim "$D" || rc=$?
+run_sim "$D" --max-gap 0 || rc=$?
 events_only=$(cycles)
 # more_cycles NAME LOW HIGH FLAGS...: a run with FLAGS makes LOW to HIGH cycles more than events only.
 more_cycles() {
@@ -295,8 +295,9 @@ more_cycles() {
 more_cycles cycle_while_waiting_reaches_engine 350 370 --cycle-while-waiting
 # --timer 60 cycles on the minutes of that hour instead: about 60 more than events only.
 more_cycles timer_reaches_engine 55 65 --timer 60
-# --max-gap 300 bounds the gap between cycles while a job waits: about 12 more.
-more_cycles max_gap_reaches_engine 10 14 --max-gap 300
+# The default bounds the gap between cycles while a job waits at 300 s: about 12 more.
+more_cycles default_max_gap 10 14
+more_cycles max_gap_reaches_engine 4 7 --max-gap 600
 new_case
 check timer_not_a_multiple "" "" --timer --timer 15
 

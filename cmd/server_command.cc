@@ -116,7 +116,7 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--max-gap-ms", args->max_gap_ms,
       "while a job waits, run a cycle on the first tick this long after the last one "
-      "if nothing brought one sooner (0, the default: no bound; hourglass sim --max-gap)");
+      "if nothing brought one sooner (default 300000; 0: no bound; hourglass sim --max-gap)");
   cmd->add_option("--lost-after-s", args->lost_after_s,
                   "a node without heartbeat this long is lost (default 10)")
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));

@@ -78,13 +78,6 @@ bool FairShare::VictimSideOverShare(BudgetId preemptor, BudgetId victim) const {
   return Key(Divergence(preemptor, victim).second) >= 1.0;
 }
 
-bool FairShare::QuickMayPreempt(BudgetId preemptor, double gpus, BudgetId victim,
-                                double victim_gpus) const {
-  if (preemptor == victim) return false;
-  const auto [p, v] = Divergence(preemptor, victim);
-  return Key(v) >= 1.0 && KeyWith(p, gpus) <= KeyWith(v, -victim_gpus);
-}
-
 bool FairShare::ServedNoBetter(BudgetId holder, BudgetId victim) const {
   if (holder == victim) return false;
   const auto [h, v] = Divergence(holder, victim);

@@ -108,13 +108,6 @@ class FairShare {
   // the two budgets' common ancestor) at or over its share, whatever the preemptor's key? Same
   // leaf: never.
   bool VictimSideOverShare(BudgetId preemptor, BudgetId victim) const;
-  // The rule quick_first applies: VictimSideOverShare, and the victim's side, without
-  // `victim_gpus`, is not left below the preemptor's side holding `gpus` (MayPreempt's
-  // no-ping-pong half, without its demand that the preemptor's side be below its share).
-  // Without it the victim's side, left below, took the GPUs back by fair share once the quick
-  // job's protection allowed, and the quick job took them again: a generated scenario's debug
-  // and batch jobs stopped each other 28 times (session 24). Same leaf: never.
-  bool QuickMayPreempt(BudgetId preemptor, double gpus, BudgetId victim, double victim_gpus) const;
 
   // The rule for a reservation's holder and work that backfilled a reservation: is the holder's
   // side (below the common ancestor) served no better than the victim's, by key, as things stand?

@@ -193,25 +193,6 @@ TEST_F(FairShareTest, VictimSideOverShareLooksAtTheVictimsSideOnly) {
   EXPECT_FALSE(fs.VictimSideOverShare(Id("a"), Id("a")));    // never its own leaf
 }
 
-// quick_first's rule: the victim's side over its share, and not left below the preemptor's side
-// by the move, whatever the preemptor's own key (a is over its share here).
-TEST_F(FairShareTest, QuickMayPreemptKeepsTheVictimsSideFromFallingBelowThePreemptors) {
-  History("a", 2500, 2000);
-  History("b", 2600, 2000);
-  History("q1", 500, 2000);
-  alloc_[Ix("b")] = 4;
-  const FairShare fs = Make(Seconds(100));              // a GPU held counts 100 GPU-seconds
-  EXPECT_FALSE(fs.MayPreempt(Id("a"), 2, Id("b"), 4));  // a is over its share
-  EXPECT_TRUE(fs.VictimSideOverShare(Id("a"), Id("b")));
-  // b's 4-GPU run for a's 2-GPU quick job: b would fall to 2,600 while a rose to 2,700, and b
-  // would take the GPUs back by fair share.
-  EXPECT_FALSE(fs.QuickMayPreempt(Id("a"), 2, Id("b"), 4));
-  // One GPU of b's for one of a's: b keeps 2,900 against a's 2,600.
-  EXPECT_TRUE(fs.QuickMayPreempt(Id("a"), 1, Id("b"), 1));
-  EXPECT_FALSE(fs.QuickMayPreempt(Id("a"), 1, Id("q1"), 1));  // Q is under its share
-  EXPECT_FALSE(fs.QuickMayPreempt(Id("b"), 1, Id("b"), 1));   // never its own leaf
-}
-
 TEST_F(FairShareTest, ServedNoBetterComparesTheTwoSidesKeysOnly) {
   // a is slightly below b: it may not preempt b by the usual rule (moving the GPUs would flip
   // them), but its reservation may stop b's backfilled work; b's may not stop a's.

@@ -300,11 +300,20 @@ void ExpectParity(int64_t timer, int64_t max_gap, std::map<int64_t, Story>* serv
   *cycles_out = cycles;
 }
 
+// The two sides' default loops are the same: no waiting timer, and the same max gap.
+int64_t DefaultMaxGap() {
+  const int64_t gap = sim::SimOptions{}.max_gap.value();
+  EXPECT_EQ(StateOptions{}.max_gap_ms, gap * 1000);
+  EXPECT_EQ(StateOptions{}.timer_ms, 0);
+  EXPECT_FALSE(sim::SimOptions{}.cycle_while_waiting);
+  return gap;
+}
+
 TEST(LoopParity, TheServerAndTheSimulatorStartAndStopTheSameJobsAtTheSameSeconds) {
   std::map<int64_t, Story> served;
   int64_t cycles = 0;
   std::vector<int64_t> max_runtime_stops;
-  ExpectParity(0, 0, &served, &cycles, &max_runtime_stops);
+  ExpectParity(0, DefaultMaxGap(), &served, &cycles, &max_runtime_stops);
   ASSERT_EQ(served.size(), 6u);
   // The scenario does what it is meant to: the sweep is stopped for b; a's gang waits for the
   // protection of b's first job (started at 50 s, 1,000 s) and then stops both; max_runtime ends
@@ -321,15 +330,15 @@ TEST(LoopParity, TheServerAndTheSimulatorStartAndStopTheSameJobsAtTheSameSeconds
   EXPECT_LT(cycles, 40);
 }
 
-// The cycles a loop with `timer` and `max_gap` (seconds) runs beyond the default loop's, the
+// The cycles a loop with `timer` and `max_gap` (seconds) runs beyond one on events only, the
 // server and the simulator agreeing under both.
 int64_t ExtraCycles(int64_t timer, int64_t max_gap) {
   std::map<int64_t, Story> served;
-  int64_t cycles = 0, cycles_default = 0;
+  int64_t cycles = 0, cycles_events = 0;
   std::vector<int64_t> stops;
   ExpectParity(timer, max_gap, &served, &cycles, &stops);
-  ExpectParity(0, 0, &served, &cycles_default, &stops);
-  return cycles - cycles_default;
+  ExpectParity(0, 0, &served, &cycles_events, &stops);
+  return cycles - cycles_events;
 }
 
 // With a waiting timer of 60 s (`hourglass server --timer-ms 60000`, `hourglass sim --timer 60`):
@@ -337,9 +346,11 @@ int64_t ExtraCycles(int64_t timer, int64_t max_gap) {
 // the multiples of 60 s are cycles no event asked for.
 TEST(LoopParity, WithAWaitingTimerTheyStillAgree) { EXPECT_GE(ExtraCycles(60, 0), 20); }
 
-// With a bound on the gap between cycles while a job waits (`--max-gap-ms 300000`, `--max-gap
-// 300`): those waits of 640 s and 877 s get a cycle every 300 s.
-TEST(LoopParity, WithAMaxGapTheyStillAgree) { EXPECT_GE(ExtraCycles(0, 300), 4); }
+// The default bound on the gap between cycles while a job waits (`--max-gap-ms 300000`, `--max-gap
+// 300`): those waits of 640 s and 877 s get a cycle every 300 s, which events only would not.
+TEST(LoopParity, TheDefaultMaxGapAddsCyclesWhereEventsOnlyWouldNot) {
+  EXPECT_GE(ExtraCycles(0, DefaultMaxGap()), 4);
+}
 
 }  // namespace
 }  // namespace hg::server

@@ -30,7 +30,7 @@ struct ServerOptions {
   // The waiting timer (StateOptions::timer_ms): 0 or a multiple of interval_ms.
   int64_t timer_ms = 0;
   // The longest gap between cycles while a job waits (StateOptions::max_gap_ms; 0: no bound).
-  int64_t max_gap_ms = 0;
+  int64_t max_gap_ms = 300000;
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
   int threads = 96;  // HTTP worker pool: 64 concurrent clients plus agents

@@ -41,7 +41,7 @@ struct StateOptions {
   // While a job waits, the longest the loop goes without a cycle (0: no bound): a cycle on the
   // first tick this long after the last one if nothing brought one sooner (`hourglass sim
   // --max-gap`, in seconds).
-  int64_t max_gap_ms = 0;
+  int64_t max_gap_ms = 300000;
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
 };

@@ -1,6 +1,7 @@
 // The loop's rule (State::Tick), on a clock the test moves: a tick runs a policy cycle only after
 // a change, when a protection, lease, max_runtime or drain deadline has ended since the last
-// cycle, or on the waiting timer's tick, as `hourglass sim` drives the policy (sim/engine.cc).
+// cycle, on the waiting timer's tick, or when max_gap passed without a cycle while a job waits,
+// as `hourglass sim` drives the policy (sim/engine.cc).
 // In process, on a real SQLite store; the end-to-end path through HTTP and agents is in
 // scheduling_test.cc.
 #include <gtest/gtest.h>
@@ -22,7 +23,8 @@ using nlohmann::json;
 const store::PrincipalRecord kAdmin{"admin", "admin"};
 
 // One node "n1" of `gpus` GPUs, registered at 0 s; budgets "a" (share `share_a`) and "b" (share
-// 1). Times are seconds after 1,000,000 s since the epoch.
+// 1). Times are seconds after 1,000,000 s since the epoch. No max gap unless given (the server's
+// default is 300 s), so that each test sees only the rule it is about.
 class Loop {
  public:
   explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0,

@@ -34,14 +34,12 @@ struct SimOptions {
   // interval). A longer one runs cycles on its own multiples while a job waits, and events still
   // on the first interval tick after them (`--timer`; `hourglass server --timer-ms`).
   Seconds timer{0};
-  // While a job waits, the longest the loop goes without a cycle (0, the default: no bound): a
-  // cycle on the first tick this long after the last one, if no event brought one sooner. On a
-  // busy cluster events come far more often and it seldom fires (lab-month at 300 s: 3% more
-  // cycles); on a quiet one it bounds how long a change that time alone brings waits, as
-  // kube-scheduler retries an unschedulable pod after at most 5 minutes (`--max-gap`;
-  // `hourglass server --max-gap-ms`). Not the default: at 300 s it set off a preemption
-  // ping-pong under quick_first in a generated scenario (docs/open-work.md).
-  Seconds max_gap{0};
+  // While a job waits, the longest the loop goes without a cycle (0: no bound): a cycle on the
+  // first tick this long after the last one, if no event brought one sooner. On a busy cluster
+  // events come far more often and it seldom fires (lab-month: 3% more cycles); on a quiet one it
+  // bounds how long a change that time alone brings waits, as kube-scheduler retries an
+  // unschedulable pod after at most 5 minutes (`--max-gap`; `hourglass server --max-gap-ms`).
+  Seconds max_gap{300};
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
   Seconds window = Days(7);               // the fair-share window
   // Users submit again what the cluster killed: a job that is not resumable and ended preempted,

@@ -232,8 +232,8 @@ TEST(Engine, ASessionInUseRunsToItsEndAndAParkedOneIsStoppedALeaseAfterItsUserLe
 // 600 s, when taking the node would leave a (its held GPUs weighed as live usage) above b, so the
 // no-ping-pong rule forbids it. As b's usage grows, a falls further below; nothing else happens
 // until b's job ends two days later. With a waiting timer (cycle_while_waiting; the server's
-// --timer-ms) the loop preempts once the rule allows it; with events only (the default) only at
-// the next event; with a max_gap, within it.
+// --timer-ms) the loop preempts once the rule allows it; with events only (max_gap 0) only at
+// the next event; with the default max_gap, within it.
 struct TimerRun {
   SimResult r;
   Seconds a_start{-1};
@@ -295,12 +295,13 @@ TEST(Engine, AnEventBeforeALongerTimersTickIsServedOnTheNextIntervalTick) {
   EXPECT_EQ(run.a_start, Seconds(1210));
 }
 
-// A bound on the gap between cycles while a job waits (max_gap; 300 s, as kube-scheduler retries
-// an unschedulable pod after at most 5 minutes): the time-only change is acted on within 300 s
-// of when every tick would, at a twentieth of every tick's cycles.
-TEST(Engine, AMaxGapActsOnATimeOnlyChangeWithinItsBound) {
+// The default loop bounds the gap between cycles while a job waits (max_gap, 300 s, as
+// kube-scheduler retries an unschedulable pod after at most 5 minutes): the time-only change is
+// acted on within 300 s of when every tick would, at a twentieth of every tick's cycles.
+TEST(Engine, TheDefaultMaxGapActsOnATimeOnlyChangeWithinItsBound) {
+  ASSERT_EQ(SimOptions{}.max_gap, Seconds(300));
   const TimerRun every_tick = RunTimeOnlyChange(true);
-  const TimerRun gap = RunTimeOnlyChange(false, Seconds(0), 2 * 86400, Seconds(300));
+  const TimerRun gap = RunTimeOnlyChange(false, Seconds(0), 2 * 86400, SimOptions{}.max_gap);
   ASSERT_EQ(every_tick.r.preemptions.size(), 1u);
   ASSERT_EQ(gap.r.preemptions.size(), 1u);
   const Seconds at = gap.r.preemptions[0].at;

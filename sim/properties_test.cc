@@ -1599,11 +1599,11 @@ TEST(PropertiesRegression, StopsForQuickJobsUnderQuickFirstHoldTheFreedGpus) {
   CheckSoakScenario(0x50350006, 8, 161, true, "hourglass-quick-first");
 }
 
-// Policy (FairShare::QuickMayPreempt), found in session 24 when the first scenario above ran with
-// a 300 s max gap: a debug job stopped a batch job of a budget over its share under quick_first,
-// leaving that budget below the debug job's, so the batch job, requeued, stopped the debug job
-// by fair share at the next gap cycle, and so on: each started 28 times. quick_first's stops now
-// keep the victim's side at or above the preemptor's.
+// Policy (core/hourglass_policy.cc, TryPreempt), found in session 24 when the first scenario
+// above ran with a 300 s max gap: a debug job stopped a batch job of a budget over its share
+// under quick_first, leaving that budget below the debug job's, so the batch job, requeued,
+// stopped the debug job by fair share at the next gap cycle, and so on: each started 28 times.
+// Under quick_first non-quick work no longer stops quick jobs for fair share.
 TEST(PropertiesRegression, QuickFirstStopsDoNotPingPongWithFairShare) {
   CheckSoakScenario(0x50430007, 3, 67, false, "hourglass-quick-first", Seconds(300));
 }
