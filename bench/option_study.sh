@@ -7,6 +7,7 @@
 # funded work for fair share, and the work lost to preemption.
 #   bench/option_study.sh [build/release/cmd/hourglass] [--philly] --flag value...
 # e.g. bench/option_study.sh build/release/cmd/hourglass --preempt-below 1 0.8 0.6
+# $EXTRA holds flags for every run, e.g. EXTRA="--max-gap 0" for the loop on events only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=build/release/cmd/hourglass
@@ -15,6 +16,7 @@ if [[ ${1:-} != --* ]]; then
   shift
 fi
 read -r -a RUNS <<<"${SEEDS:-1 2 3}"  # SEEDS="4 5 6" measures on seeds not tuned against
+read -r -a EXTRA_FLAGS <<<"${EXTRA:-}"
 RUN_NAME=seed
 if [[ ${1:-} == --philly ]]; then
   RUNS=(2 2.5 3)
@@ -35,7 +37,7 @@ for run in "${RUNS[@]}"; do
     workload=(--philly ../shared/traces/philly-dev.csv --oversubscription "$run")
   fi
   for v in "$@"; do
-    "$BIN" sim "${workload[@]}" --policies hourglass --quiet \
+    "$BIN" sim "${workload[@]}" --policies hourglass --quiet "${EXTRA_FLAGS[@]}" \
       "$FLAG" "$v" --json "$tmp/r.json" >"$tmp/table" 2>"$tmp/err" ||
       { cat "$tmp/err" >&2; exit 1; }
     python3 - "$tmp/r.json" "$run" "$v" "$tmp/table" <<'PY'

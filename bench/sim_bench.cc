@@ -4,9 +4,10 @@
 // --benchmark_repetitions=N for a spread); the scenario is generated outside the timed loop, and
 // its generation is measured apart as a baseline. The policy runs with DeployedConfig(), as
 // `hourglass sim` does, so the figure is the month a user's command takes, with the loop the server
-// runs by default (a cycle on the first 10 s tick after an event). `hourglass_every_tick` runs a
-// cycle on every 10 s tick while a job waits (`--cycle-while-waiting`, the server with
-// `--timer-ms 10000`, its loop in session 23), for its cost as a ratio in the same run.
+// runs by default (a cycle on the first 10 s tick after an event, and at most 300 s apart while a
+// job waits). `hourglass_every_tick` runs a cycle on every 10 s tick while a job waits
+// (`--cycle-while-waiting`, the server with `--timer-ms 10000`, its loop in session 23), for its
+// cost as a ratio in the same run.
 //
 // Run: cmake --build --preset release --target benchmarks && build/release/bench/sim_bench
 #include <benchmark/benchmark.h>
