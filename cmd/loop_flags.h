@@ -1,9 +1,10 @@
 // `--interval SECONDS`, `--cycle-while-waiting` and `--timer SECONDS` of `hourglass sim` and
 // `hourglass sim compare`: how the simulated scheduling loop is driven (sim::SimOptions::interval,
-// cycle_while_waiting and timer). The defaults, a 10 s tick and cycles on ticks after an event
-// only, are the loop `hourglass server` runs with its defaults; `--timer T` is the server's
-// `--timer-ms` (T x 1000), and `--cycle-while-waiting` a timer on every tick (the server's loop in
-// session 23), at about three times the cycles.
+// cycle_while_waiting, timer and max_gap). The defaults, a 10 s tick, cycles on ticks after an
+// event and at most 300 s apart while a job waits, are the loop `hourglass server` runs with its
+// defaults; `--timer T` is the server's `--timer-ms` (T x 1000), `--max-gap G` its `--max-gap-ms`,
+// and `--cycle-while-waiting` a timer on every tick (the server's loop in session 23), at about
+// three times the cycles.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,7 +1,7 @@
 // The scheduling loop: one thread that ticks on a fixed grid, at every multiple of the interval
 // (since the Unix epoch), and calls the tick function, which decides whether a policy cycle runs
-// (State::Tick: after a change, a protection or lease ending, or the waiting timer). What
-// happened since the last tick is acted on at the next one, the loop the simulator measures:
+// (State::Tick: after a change, a protection or lease ending, the max gap or the waiting timer).
+// What happened since the last tick is acted on at the next one, the loop the simulator measures:
 // `hourglass sim --interval S` cycles on the first tick after an event (sim/engine.cc). A faster
 // reaction is not free: on philly-dev a loop that ran a cycle within 50 ms of any change and every
 // second delivered about a point less of what is owed than the 10 s one (docs/open-work.md, "The
