@@ -534,39 +534,29 @@ for cmd in "sim" "sim compare"; do
   fi
 done
 
-# `hourglass server` takes the same tuning flags (what was measured is what is rolled out), and
-# refuses a bad one before it opens its data directory.
-new_case
-rc=0
-(cd "$D" && "$HG" server --data data --preempt-below 2 >stdout.txt 2>stderr.txt) || rc=$?
-if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass server: --preempt-below: must be within (0, 1]" &&
-  ! -e $D/data ]]; then
-  pass server_preempt_below_over_one
-else
-  fail server_preempt_below_over_one "rc $rc, stderr: $(cat "$D/stderr.txt")"
-fi
-
-# The waiting timer's ticks must be ticks of the loop, as in the simulator (--timer).
-new_case
-rc=0
-(cd "$D" && "$HG" server --data data --interval-ms 10000 --timer-ms 15000 >stdout.txt 2>stderr.txt) ||
-  rc=$?
-if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == \
-  "hourglass server: --timer-ms: must be 0 or a multiple of --interval-ms (10000), got 15000" &&
-  ! -e $D/data ]]; then
-  pass server_timer_not_a_multiple
-else
-  fail server_timer_not_a_multiple "rc $rc, stderr: $(cat "$D/stderr.txt")"
-fi
-new_case
-rc=0
-(cd "$D" && "$HG" server --data data --max-gap-ms -1 >stdout.txt 2>stderr.txt) || rc=$?
-if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass server: --max-gap-ms: must not be negative" &&
-  ! -e $D/data ]]; then
-  pass server_max_gap_negative
-else
-  fail server_max_gap_negative "rc $rc, stderr: $(cat "$D/stderr.txt")"
-fi
+# server_refuses NAME STDERR FLAGS...: `hourglass server --data data FLAGS` exits 2 with the one
+# line STDERR and creates no data directory: a bad flag is refused before anything is opened.
+server_refuses() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  new_case
+  (cd "$D" && "$HG" server --data data "$@" >stdout.txt 2>stderr.txt) || rc=$?
+  if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "$want" && ! -e $D/data ]]; then
+    pass "$name"
+  else
+    fail "$name" "rc $rc, stderr: $(cat "$D/stderr.txt")"
+  fi
+}
+# `hourglass server` takes the same tuning flags (what was measured is what is rolled out).
+server_refuses server_preempt_below_over_one \
+  "hourglass server: --preempt-below: must be within (0, 1]" --preempt-below 2
+# The loop's flags: the waiting timer's ticks must be ticks of the loop, as in the simulator
+# (--timer), and the max gap cannot be negative.
+server_refuses server_timer_not_a_multiple \
+  "hourglass server: --timer-ms: must be 0 or a multiple of --interval-ms (10000), got 15000" \
+  --interval-ms 10000 --timer-ms 15000
+server_refuses server_max_gap_negative "hourglass server: --max-gap-ms: must not be negative" \
+  --max-gap-ms -1
 
 new_case
 rc=0
