@@ -23,12 +23,12 @@ struct SimOptions {
   PolicyConfig policy;   // caps and tuning shared with the server
   Seconds interval{10};  // the scheduling loop runs at most this often
   // Off (the default), a cycle runs only on the first tick after an event (a submission, an end,
-  // a node or budget change, a protection, lease, max_runtime or drain deadline running out): the
-  // loop `hourglass server` runs since session 24 (State::Tick), on the multiples of its
-  // `--interval-ms` (10 s). A change that time alone brings, such as a waiting budget's key
-  // falling below a victim's as the window moves, waits for the next event. On, the loop also
-  // runs on every tick while any job waits (the server with `--timer-ms` equal to its interval,
-  // its loop in session 23), at about three times the cycles.
+  // a node or budget change, a protection, lease, max_runtime or drain deadline running out) or
+  // after max_gap: the loop `hourglass server` runs since session 24 (State::Tick), on the
+  // multiples of its `--interval-ms` (10 s). A change that time alone brings, such as a waiting
+  // budget's key falling below a victim's as the window moves, waits for the next event or the
+  // max gap. On, the loop also runs on every tick while any job waits (the server with
+  // `--timer-ms` equal to its interval, its loop in session 23), at about three times the cycles.
   bool cycle_while_waiting = false;
   // With cycle_while_waiting: the waiting timer's period, a multiple of the interval (0: the
   // interval). A longer one runs cycles on its own multiples while a job waits, and events still
