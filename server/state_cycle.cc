@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/decision.h"
+#include "core/timed_cycle.h"
 #include "server/state.h"
 #include "server/state_impl.h"
 
@@ -468,12 +469,10 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   ++s.cycle_count;
   // The next cycle no event asks for, while a job waits: the timer's next multiple, or the first
   // tick max_gap after this one, whichever comes first.
+  // (The scheduler's ticks are the grid the gap is rounded up to.)
   s.next_timer_ms.reset();
-  if (!s.pending_funded.empty() || !s.pending_unfunded.empty()) {
-    if (s.opt.timer_ms > 0) s.next_timer_ms = (now_ms / s.opt.timer_ms + 1) * s.opt.timer_ms;
-    if (s.opt.max_gap_ms > 0 && (!s.next_timer_ms || now_ms + s.opt.max_gap_ms < *s.next_timer_ms))
-      s.next_timer_ms = now_ms + s.opt.max_gap_ms;
-  }
+  if (!s.pending_funded.empty() || !s.pending_unfunded.empty())
+    s.next_timer_ms = NextTimedCycle(now_ms, s.opt.timer_ms, s.opt.max_gap_ms, 1);
   return {};
 }
 

@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "core/fair_division.h"
+#include "core/timed_cycle.h"
 #include "core/usage_ledger.h"
 #include "sim/wait_split.h"
 
@@ -805,21 +806,13 @@ SimResult Engine::Run() {
         RunCycle();
         if (!next_cycle_ && Waiting() > 0) {
           // A timer tick, not a change: what the policy is owed stays as it was (no Dirty).
-          std::optional<Seconds> at;
-          if (opt_.cycle_while_waiting) {
-            const int64_t period =
-                opt_.timer.value() > 0 ? opt_.timer.value() : opt_.interval.value();
-            at = Seconds((now_.value() / period + 1) * period);
-          }
-          if (opt_.max_gap.value() > 0) {
-            // The first tick at least max_gap after this cycle.
-            const int64_t iv = opt_.interval.value();
-            const Seconds gap((now_.value() + opt_.max_gap.value() + iv - 1) / iv * iv);
-            if (!at || gap < *at) at = gap;
-          }
-          if (at) {
-            Push(*at, Ev::kCycle, 0);
-            next_cycle_ = *at;
+          const int64_t period = !opt_.cycle_while_waiting ? 0
+                                 : opt_.timer.value() > 0  ? opt_.timer.value()
+                                                           : opt_.interval.value();
+          if (const auto at = NextTimedCycle(now_.value(), period, opt_.max_gap.value(),
+                                             opt_.interval.value())) {
+            Push(Seconds(*at), Ev::kCycle, 0);
+            next_cycle_ = Seconds(*at);
           }
         }
         break;

@@ -245,16 +245,6 @@ bool& EveryTick() {
   return every_tick;
 }
 
-// A soak of a bounded gap between cycles (SimOptions::max_gap): with HOURGLASS_SOAK_MAX_GAP=S, the
-// odd-numbered scenarios run the default loop with max_gap S instead of every tick. 0 if unset.
-int64_t SoakMaxGap() {
-  static const int64_t gap = [] {
-    const char* v = std::getenv("HOURGLASS_SOAK_MAX_GAP");
-    return v == nullptr ? int64_t{0} : std::max<int64_t>(0, std::atoll(v));
-  }();
-  return gap;
-}
-
 // Each test starts on the default loop, whatever scenario the test before it traced last (a soak
 // run executes every test in one process).
 class DefaultLoopEachTest : public ::testing::EmptyTestEventListener {
@@ -286,8 +276,7 @@ std::optional<SimResult> RunSim(const Scenario& sc, std::string_view policy = "h
                                 Seconds max_gap = Seconds(0)) {
   DumpScenario(sc, policy);
   SimOptions options;
-  options.cycle_while_waiting = EveryTick() && SoakMaxGap() == 0;
-  if (EveryTick() && SoakMaxGap() > 0) options.max_gap = Seconds(SoakMaxGap());
+  options.cycle_while_waiting = EveryTick();
   if (max_gap.value() > 0) options.max_gap = max_gap;
   options.progress = [](Seconds at, int64_t events) {
     if (events > kMaxEvents) throw Spinning{at};
@@ -327,9 +316,7 @@ bool Terminal(JobState s) { return s != JobState::kPending && s != JobState::kRu
 std::string Trace(const char* property, int i) {
   EveryTick() = i % 2 == 1;
   CurrentTrace() = std::string(property) + " scenario " + std::to_string(i) +
-                   (!EveryTick()        ? ""
-                    : SoakMaxGap() == 0 ? " (every tick)"
-                                        : " (max gap " + std::to_string(SoakMaxGap()) + " s)");
+                   (EveryTick() ? " (every tick)" : "");
   return CurrentTrace();
 }
 
