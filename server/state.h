@@ -42,6 +42,12 @@ struct StateOptions {
   // first tick this long after the last one if nothing brought one sooner (`hourglass sim
   // --max-gap`, in seconds).
   int64_t max_gap_ms = 300000;
+  // Why each job waits (and when it may start) is worked out by a pass over the whole queue in a
+  // cycle: on every cycle while at most `explain_queue_below` jobs wait, and once the queue is
+  // longer, on the first cycle at least `explain_every_ms` after the last one that explained.
+  // A count of cycles would not bound the lag: cycles run on changes, at most max_gap apart.
+  size_t explain_queue_below = 2000;
+  int64_t explain_every_ms = 30000;
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
 };

@@ -418,9 +418,10 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   snap.pending_funded = pf;
   snap.pending_unfunded = pu;
   snap.running = run;
-  // Explanations cost a pass over the whole queue: every cycle while it is short, every tenth
-  // cycle once it is long (reasons and estimates then lag by a few seconds).
-  snap.explain = pf.size() + pu.size() <= 2000 || s.cycle_count % 10 == 0;
+  // Explanations cost a pass over the whole queue: every cycle while it is short, and once it is
+  // long, on a cycle at least explain_every_ms after the last that explained (StateOptions).
+  snap.explain = pf.size() + pu.size() <= s.opt.explain_queue_below || !s.last_explain_ms ||
+                 now_ms - *s.last_explain_ms >= s.opt.explain_every_ms;
   const Decisions d = s.policy->Cycle(snap);
 
   for (const StopDecision& st : d.stops) {
@@ -462,6 +463,7 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
     it->second.rec.reason_code = CodeName(note.reason.code);
     it->second.estimated_start = note.estimated_start;
   }
+  if (snap.explain) s.last_explain_ms = now_ms;
   const double secs = static_cast<double>(s.clock.SteadyNs() - t0) / 1e9;
   s.cycle_seconds.push_back(secs);
   if (s.cycle_seconds.size() > 1024) s.cycle_seconds.pop_front();

@@ -126,7 +126,8 @@ struct State::Impl {
   // waiting timer's tick (StateOptions::timer_ms).
   bool changed = true;  // true at first, so what recovery loaded is acted on
   std::optional<int64_t> last_cycle_s;
-  std::optional<int64_t> next_timer_ms;  // the waiting timer's next tick, or max_gap's, if sooner
+  std::optional<int64_t> next_timer_ms;    // the waiting timer's next tick, or max_gap's, if sooner
+  std::optional<int64_t> last_explain_ms;  // the last cycle that said why each job waits
 
   int64_t NowS() const { return clock.NowMs() / 1000; }
 

@@ -6,6 +6,7 @@
 // scheduling_test.cc.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,7 +29,7 @@ const store::PrincipalRecord kAdmin{"admin", "admin"};
 class Loop {
  public:
   explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0,
-                int64_t max_gap_ms = 0)
+                int64_t max_gap_ms = 0, const std::function<void(StateOptions&)>& tweak = {})
       : clock_(int64_t{1000000} * 1000) {
     auto st = store::OpenSqliteStore(dir_.path() + "/hourglass.db");
     EXPECT_TRUE(st) << st.error().ToString();
@@ -39,6 +40,7 @@ class Loop {
     o.max_gap_ms = max_gap_ms;
     o.initial_budgets = {BudgetSpec{"a", "", share_a, std::nullopt, {}, 0},
                          BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
+    if (tweak) tweak(o);
     auto s = State::Open(*store_, clock_, o);
     EXPECT_TRUE(s) << s.error().ToString();
     state_ = std::move(*s);
@@ -64,10 +66,11 @@ class Loop {
     EXPECT_TRUE(id) << id.error().reason;
     return id ? *id : 0;
   }
-  std::string StateOf(int64_t id) {
+  std::string StateOf(int64_t id) { return Field(id, "state"); }
+  std::string Field(int64_t id, const char* field) {
     auto j = state_->JobJson(kAdmin, id);
     EXPECT_TRUE(j);
-    return j ? (*j)["state"].get<std::string>() : "";
+    return j ? (*j)[field].get<std::string>() : "";
   }
   // A heartbeat from n1 that lists every start order as running (confirms the starts).
   void Beat() {
@@ -231,6 +234,46 @@ TEST(StateTick, ANodeWhoseHeartbeatsStopIsLostAtTheNextTick) {
   EXPECT_EQ(l.StateOf(j), "pending");
   auto nodes = l.state().NodesJson();
   EXPECT_EQ(nodes["nodes"][0]["state"], "lost") << nodes.dump();
+}
+
+}  // namespace
+}  // namespace hg::server
+
+namespace hg::server {
+namespace {
+
+// Once the queue is long, why each job waits is worked out on a cycle at least explain_every_ms
+// after the last one that did, however few cycles ran in between: cycles run on changes, so a
+// count of cycles would leave a quiet server's reasons stale for many max gaps.
+TEST(StateTick, ALongQueuesReasonsAreRefreshedWithinTheirTimeBound) {
+  Loop l(1, 0, 86400, 1.0, 0, [](StateOptions& o) {
+    o.explain_queue_below = 1;
+    o.explain_every_ms = 30000;
+  });
+  l.At(0);
+  const int64_t first =
+      l.Submit({{"budget", "b"}, {"gpus", 1}, {"min_runtime_s", 1000}, {"command", {"x"}}});
+  EXPECT_TRUE(l.Tick());  // one job waits: explained
+  EXPECT_EQ(l.StateOf(first), "running");
+  l.Beat();
+  l.At(5);
+  const int64_t second = l.Submit({{"budget", "b"}, {"gpus", 1}, {"command", {"y"}}});
+  const int64_t third = l.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"z"}}});
+  l.At(10);
+  EXPECT_TRUE(l.Tick());  // two wait, 10 s after the last explanation: not explained
+  EXPECT_EQ(l.Field(second, "reason_code"), "submitted");
+  l.At(35);
+  const int64_t fourth = l.Submit({{"budget", "b"}, {"gpus", 1}, {"command", {"w"}}});
+  l.At(40);
+  EXPECT_TRUE(l.Tick());  // the third cycle, 40 s after the last explanation
+  for (int64_t id : {second, third, fourth}) {
+    EXPECT_NE(l.Field(id, "reason_code"), "submitted") << "job " << id;
+    EXPECT_NE(l.Field(id, "reason"), "submitted") << "job " << id;
+  }
+  // The only GPU is held under protection: each names what it waits for.
+  EXPECT_EQ(l.Field(second, "reason_code"), "wait_gpus");
+  EXPECT_NE(l.Field(second, "reason").find("none preemptible"), std::string::npos)
+      << l.Field(second, "reason");
 }
 
 }  // namespace
