@@ -555,8 +555,8 @@ server_refuses server_preempt_below_over_one \
 server_refuses server_timer_not_a_multiple \
   "hourglass server: --timer-ms: must be 0 or a multiple of --interval-ms (10000), got 15000" \
   --interval-ms 10000 --timer-ms 15000
-server_refuses server_max_gap_negative "hourglass server: --max-gap-ms: must not be negative" \
-  --max-gap-ms -1
+server_refuses server_max_gap_negative \
+  "hourglass server: --max-gap-ms: must not be negative, got -1" --max-gap-ms -1
 
 new_case
 rc=0

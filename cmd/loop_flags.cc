@@ -1,5 +1,7 @@
 #include "cmd/loop_flags.h"
 
+#include "core/timed_cycle.h"
+
 namespace hg::cmd {
 
 void AddLoopFlags(CLI::App* app, LoopFlags* flags) {
@@ -26,8 +28,12 @@ Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt) {
   loop.cycle_while_waiting = flags.cycle_while_waiting || flags.timer > 0;
   loop.timer = Seconds(flags.timer);
   loop.max_gap = Seconds(flags.max_gap);
-  // The simulator's own check, before the scenario is read; its field is the flag's name.
-  if (auto ok = sim::CheckLoop(loop); !ok) return Fail("--" + ok.error().field, ok.error().reason);
+  // The check sim::Simulate makes (and the server's), before the scenario is read, in the flags'
+  // names.
+  if (auto ok = CheckTimedLoop(loop.interval.value(), loop.timer.value(), loop.max_gap.value(),
+                               {"--interval", "--timer", "--max-gap"});
+      !ok)
+    return ok;
   *opt = std::move(loop);
   return {};
 }

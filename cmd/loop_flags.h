@@ -25,7 +25,7 @@ struct LoopFlags {  // defaults: the simulator's (sim::SimOptions)
 
 void AddLoopFlags(CLI::App* app, LoopFlags* flags);
 
-// Sets the options' loop, or leaves them as they were and names the flag (sim::CheckLoop).
+// Sets the options' loop, or leaves them as they were and names the flag (CheckTimedLoop).
 Result<void> ApplyLoopFlags(const LoopFlags& flags, sim::SimOptions* opt);
 
 // A line for the report when the loop is not the default, so that its figures are read with the

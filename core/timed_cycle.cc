@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
 
 namespace hg {
 
@@ -14,6 +15,17 @@ std::optional<int64_t> NextTimedCycle(int64_t now, int64_t period, int64_t max_g
     at = at ? std::min(*at, gap) : gap;
   }
   return at;
+}
+
+Result<void> CheckTimedLoop(int64_t tick, int64_t period, int64_t max_gap,
+                            const LoopSettingNames& names) {
+  if (tick <= 0) return Fail(names.tick, "must be positive, got " + std::to_string(tick));
+  if (period < 0 || period % tick != 0)
+    return Fail(names.period, "must be 0 or a multiple of " + names.tick + " (" +
+                                  std::to_string(tick) + "), got " + std::to_string(period));
+  if (max_gap < 0)
+    return Fail(names.max_gap, "must not be negative, got " + std::to_string(max_gap));
+  return {};
 }
 
 }  // namespace hg

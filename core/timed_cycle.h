@@ -8,11 +8,27 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+
+#include "core/error.h"
 
 namespace hg {
 
 // None when both period and max_gap are 0 (events only). tick > 0; a tick of 1 leaves the
 // rounding to a caller whose own ticks do it.
 std::optional<int64_t> NextTimedCycle(int64_t now, int64_t period, int64_t max_gap, int64_t tick);
+
+// What each caller calls the loop's three settings (its flags), so that an error names what the
+// user typed: "interval", "timer", "max-gap" for `hourglass sim`; "--interval-ms", ... for the
+// server.
+struct LoopSettingNames {
+  std::string tick, period, max_gap;
+};
+
+// The settings NextTimedCycle needs, checked once for both loops: a positive tick, a waiting
+// timer that is 0 or a multiple of the tick (its cycles fall on ticks), a max gap not negative.
+// The error names the setting, with the values, in the caller's unit.
+Result<void> CheckTimedLoop(int64_t tick, int64_t period, int64_t max_gap,
+                            const LoopSettingNames& names);
 
 }  // namespace hg

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "core/timed_cycle.h"
 #include "server/api.h"
 
 namespace hg::server {
@@ -31,13 +32,11 @@ Server::Server(ServerOptions options) : opt_(std::move(options)) {}
 Server::~Server() { Stop(); }
 
 Result<void> Server::Start() {
-  if (opt_.interval_ms <= 0) return Fail("--interval-ms", "must be positive");
-  // The timer's ticks must be ticks of the loop, as in the simulator (sim::CheckLoop).
-  if (opt_.timer_ms < 0 || opt_.timer_ms % opt_.interval_ms != 0)
-    return Fail("--timer-ms", "must be 0 or a multiple of --interval-ms (" +
-                                  std::to_string(opt_.interval_ms) + "), got " +
-                                  std::to_string(opt_.timer_ms));
-  if (opt_.max_gap_ms < 0) return Fail("--max-gap-ms", "must not be negative");
+  // The loop's settings, checked as the simulator checks its own (core/timed_cycle.h).
+  if (auto ok = CheckTimedLoop(opt_.interval_ms, opt_.timer_ms, opt_.max_gap_ms,
+                               {"--interval-ms", "--timer-ms", "--max-gap-ms"});
+      !ok)
+    return tl::unexpected(ok.error());
   std::error_code ec;
   std::filesystem::create_directories(opt_.data_dir, ec);
   if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());

@@ -917,12 +917,8 @@ Result<void> Validate(const Scenario& sc, const PolicyConfig& config) {
 }
 
 Result<void> CheckLoop(const SimOptions& options) {
-  if (options.interval.value() <= 0) return Fail("interval", "must be positive");
-  if (options.timer.value() < 0 || options.timer.value() % options.interval.value() != 0)
-    return Fail("timer", "must be 0 or a multiple of the interval (" +
-                             std::to_string(options.interval.value()) + " s)");
-  if (options.max_gap.value() < 0) return Fail("max-gap", "must not be negative");
-  return {};
+  return CheckTimedLoop(options.interval.value(), options.timer.value(), options.max_gap.value(),
+                        {"interval", "timer", "max-gap"});
 }
 
 Result<SimResult> Simulate(const Scenario& sc, const Policy& policy, const SimOptions& options) {

@@ -65,8 +65,9 @@ struct SimOptions {
 // name known nodes and budgets); errors name the file line of the offending entry.
 Result<void> Validate(const Scenario& sc, const PolicyConfig& config);
 
-// Checks the options' loop: a positive interval, and a timer of 0 or a multiple of it. Errors
-// name the option ("interval", "timer").
+// Checks the options' loop as the server checks its own (CheckTimedLoop): a positive interval, a
+// timer of 0 or a multiple of it, a max gap not negative. Errors name the option ("interval",
+// "timer", "max-gap").
 Result<void> CheckLoop(const SimOptions& options);
 
 // Runs the scenario under `policy`. Fails only on an invalid scenario or loop.
