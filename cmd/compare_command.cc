@@ -11,6 +11,7 @@
 #include "cmd/loop_flags.h"
 #include "cmd/policy_flags.h"
 #include "cmd/resubmit_flag.h"
+#include "cmd/sim_options.h"
 #include "cmd/trace_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
@@ -115,14 +116,9 @@ int RunCompare(const CompareArgs& a) {
 
   const auto threads = ThreadsFor(a.jobs);
   if (!threads) return fail(threads.error());
-  sim::SimOptions opt;
-  auto config = PolicyConfigFrom(a.tuning);
-  if (!config) return fail(config.error());
-  opt.policy = *config;
-  const auto resubmit = ResubmitAfter(a.resubmit_after);
-  if (!resubmit) return fail(resubmit.error());
-  opt.resubmit_after = *resubmit;
-  if (auto ok = ApplyLoopFlags(a.loop, &opt); !ok) return fail(ok.error());
+  auto options = SimOptionsFrom(a.tuning, a.resubmit_after, a.loop);
+  if (!options) return fail(options.error());
+  sim::SimOptions opt = std::move(*options);
   std::vector<std::unique_ptr<Policy>> policies;
   for (const std::string& name : SplitList(a.policies)) {
     auto p = MakePolicy(name, opt.policy);

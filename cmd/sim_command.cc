@@ -14,6 +14,7 @@
 #include "cmd/loop_flags.h"
 #include "cmd/policy_flags.h"
 #include "cmd/resubmit_flag.h"
+#include "cmd/sim_options.h"
 #include "cmd/trace_flags.h"
 #include "core/policy.h"
 #include "sim/engine.h"
@@ -140,14 +141,9 @@ int RunSim(const SimArgs& a) {
     return fail(Error{"--explain-jobs", "needs --decisions FILE to write the reasons to", {}, 0});
   const auto threads = ThreadsFor(a.jobs);
   if (!threads) return fail(threads.error());
-  sim::SimOptions opt;
-  auto config = PolicyConfigFrom(a.tuning);
-  if (!config) return fail(config.error());
-  opt.policy = *config;
-  const auto resubmit = ResubmitAfter(a.resubmit_after);
-  if (!resubmit) return fail(resubmit.error());
-  opt.resubmit_after = *resubmit;
-  if (auto ok = ApplyLoopFlags(a.loop, &opt); !ok) return fail(ok.error());
+  auto options = SimOptionsFrom(a.tuning, a.resubmit_after, a.loop);
+  if (!options) return fail(options.error());
+  sim::SimOptions opt = std::move(*options);
   if (auto ok = CheckTraceFlags(a.trace_flags); !ok) return fail(ok.error());
   if (auto ok = CheckEndDays(a.end_days); !ok) return fail(ok.error());
   if (!(a.funded_scale > 0 && a.funded_scale <= 4))
