@@ -17,15 +17,24 @@ enum class ReasonCode {
   // placed on GPUs that stops outside the fair-share order freed for it (PendingJob::freed_for)
   kStartAfterPreempt,
   // Why a job waits.
-  kWaitGpus,         // a: GPUs needed, b: GPUs free
+  // a: GPUs needed, b: GPUs free; c: where the job's budget stands (ShareStanding), which says
+  // why nothing it may preempt frees enough: 0 unknown (the baselines).
+  kWaitGpus,
   kWaitBudgetLimit,  // budget: the subtree at its limit; a: its limit
   kWaitPreemption,   // victims are in their grace period; a: when they are killed at the latest
   kWaitReservation,  // holds a reservation; a: due time
   kWaitHeadroom,     // only the quick-job headroom is free; a: GPUs needed, b: GPUs free
-  kWaitUnfunded,     // unfunded work waits for idle GPUs
-  kWaitFairShare,    // budgets further below their share come first
-  kWaitTier,         // the priority baseline: higher tiers first
-  kWaitLargeJob,     // other: a large job of the same budget waiting first; a: its GPUs
+  // Enough GPUs are free, but not on nodes where the job's shape fits, and no work it may stop
+  // frees such nodes; a: GPUs needed, b: GPUs free, c: GPUs per node of its shape.
+  kWaitShape,
+  // It fits only on GPUs reserved for a larger job, and would still be protected (and running)
+  // when that reservation is due; other: the holder, a: GPUs needed, b: GPUs free, c: the due
+  // time.
+  kWaitReserved,
+  kWaitUnfunded,   // unfunded work waits for idle GPUs
+  kWaitFairShare,  // budgets further below their share come first
+  kWaitTier,       // the priority baseline: higher tiers first
+  kWaitLargeJob,   // other: a large job of the same budget waiting first; a: its GPUs
   // No GPUs, and the budget is below its share but not below PolicyConfig::preempt_below, so it
   // may not preempt funded work. budget: the job's; a: its fair-share key, b: the threshold,
   // both in thousandths.
@@ -42,12 +51,19 @@ enum class ReasonCode {
   kNodeDrained,  // a draining node is empty
 };
 
+// kWaitGpus's c: whether the job's budget has had its share (fair-share key >= 1, so it may stop
+// only work of budgets further above theirs) or not (what it may stop is still protected, or too
+// little). A category, not the key itself: the key moves every cycle, and a reason is logged when
+// it changes.
+enum ShareStanding : int64_t { kStandingUnknown = 0, kBelowShare = 1, kShareServed = 2 };
+
 struct Reason {
   ReasonCode code = ReasonCode::kWaitGpus;
   JobId other{0};
   BudgetId budget = kUnfunded;
   int64_t a = 0;
   int64_t b = 0;
+  int64_t c = 0;
   friend bool operator==(const Reason&, const Reason&) = default;
 };
 

@@ -580,7 +580,33 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
     Note(p, Reason{ReasonCode::kWaitHeadroom, {}, j.budget, j.gpus.value(), cs_.total_free()});
     return false;
   }
-  Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free()});
+  if (s_.explain && reservations_ > 0 && !cs_.Find(shape, false, j.funded()) &&
+      cs_.Find(shape, true, j.funded())) {
+    // It fits on reserved GPUs only, which it may not use (MayUseReserved): name the holder of
+    // the reservation due first.
+    JobId holder{0};
+    for (const ReservationDecision& r : out_.reservations)
+      if (r.due == reservation_due_) {
+        holder = r.job;
+        break;
+      }
+    Note(p, Reason{ReasonCode::kWaitReserved, holder, j.budget, j.gpus.value(), cs_.total_free(),
+                   reservation_due_.value()});
+    return false;
+  }
+  if (s_.explain && cs_.total_free() >= j.gpus.value() && !cs_.Find(shape, true, j.funded())) {
+    // Enough GPUs are free, reserved ones too, just not where its shape fits: say so, or the user
+    // sees free GPUs and "none preemptible".
+    Note(p, Reason{ReasonCode::kWaitShape,
+                   {},
+                   j.budget,
+                   j.gpus.value(),
+                   cs_.total_free(),
+                   shape.per_node});
+    return false;
+  }
+  const int64_t standing = s_.explain && fs_->Key(j.budget) >= 1.0 ? kShareServed : kBelowShare;
+  Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing});
   return false;
 }
 

@@ -425,6 +425,73 @@ TEST(HourglassPolicy, AJobHeldBackByTheHeadroomSaysSo) {
   }
 }
 
+// A job that waits for GPUs says where its budget stands, which is why nothing it may stop frees
+// enough: b, below its share, waits for a's protected work; a, over its share, may stop only work
+// of budgets further above theirs.
+TEST(HourglassPolicy, AWaitingJobsReasonSaysWhereItsBudgetStands) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  w.History("a", Days(2), 6.0, 4.0);
+  w.History("b", Days(2), 0.0, 4.0);
+  w.Run(w.NewJob(8, "a", Hours(8)), Days(2) - Hours(1), {{n0, Gpus(8)}});
+  const JobSpec& below = w.NewJob(1, "b");
+  w.Pend(below, Days(2) - Minutes(10));
+  const JobSpec& served = w.NewJob(1, "a");
+  w.Pend(served, Days(2) - Minutes(5));
+  PolicyConfig cfg;
+  cfg.max_reservations = 0;
+  const Decisions d = w.Cycle(Days(2), true, cfg);
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.stops.empty());
+  const PendingNote* b = NoteFor(d, below.id);
+  const PendingNote* a = NoteFor(d, served.id);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(b->reason.code, ReasonCode::kWaitGpus);
+  EXPECT_EQ(b->reason.c, kBelowShare);
+  EXPECT_EQ(Describe(b->reason, w.tree()),
+            "waiting for 1 GPUs (0 free, none preemptible for budget b, which is below its share: "
+            "the work it may stop is still protected or too little)");
+  EXPECT_EQ(a->reason.code, ReasonCode::kWaitGpus);
+  EXPECT_EQ(a->reason.c, kShareServed);
+  EXPECT_EQ(Describe(a->reason, w.tree()),
+            "waiting for 1 GPUs (0 free, none preemptible for budget a, which has had its share: "
+            "it may stop only work of budgets further above theirs)");
+}
+
+// Enough GPUs are free in total, but on no node where the job's shape fits, and the work beside
+// them is protected: the reason says so, not "none preemptible" beside free GPUs. With a node
+// that the shape fits, the job starts there instead.
+TEST(HourglassPolicy, AJobWhoseShapeFitsNowhereSaysSo) {
+  for (const bool fits : {false, true}) {
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    const NodeId n1 = w.AddNode();
+    w.History("a", Days(2), 6.0, 4.0);
+    w.History("b", Days(2), 0.0, 4.0);
+    w.Run(w.NewJob(4, "a", Hours(8)), Days(2) - Hours(1), {{n0, Gpus(4)}});
+    if (!fits) w.Run(w.NewJob(4, "a", Hours(8)), Days(2) - Hours(1), {{n1, Gpus(4)}});
+    const JobSpec& whole = w.NewJob(8, "b");
+    w.Pend(whole, Days(2) - Minutes(10));
+    PolicyConfig cfg;
+    cfg.max_reservations = 0;
+    const Decisions d = w.Cycle(Days(2), true, cfg);
+    EXPECT_TRUE(d.stops.empty());
+    if (fits) {
+      ASSERT_NE(StartOf(d, whole.id), nullptr);
+      EXPECT_EQ(StartOf(d, whole.id)->placement, (std::vector<Slice>{{n1, Gpus(8)}}));
+      continue;
+    }
+    EXPECT_TRUE(d.starts.empty());
+    const PendingNote* note = NoteFor(d, whole.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, ReasonCode::kWaitShape);
+    EXPECT_EQ(Describe(note->reason, w.tree()),
+              "waiting for 8 GPUs on one node: 8 are free, but not on nodes where its shape fits, "
+              "and no work it may stop frees such nodes for budget b");
+  }
+}
+
 TEST(HourglassPolicy, NoPreemptionForABudgetThatIsNotBelowItsShare) {
   const Seconds now = Days(2);
   World w = Starved(now - Hours(2), /*a_delivered_rate=*/8.0);
@@ -1189,9 +1256,16 @@ TEST(HourglassPolicy, ExplainGivesEveryPendingJobExactlyOneOutcome) {
   for (const PendingNote& n : d.pending) {
     EXPECT_FALSE(Describe(n.reason, g.w.tree()).empty());
   }
+  // The long job fits only on the gang's reserved GPUs, and would still be protected when the
+  // gang is due: it says so, naming the gang.
   const PendingNote* long_note = NoteFor(d, g.long_job);
   ASSERT_NE(long_note, nullptr);
-  EXPECT_EQ(long_note->reason.code, ReasonCode::kWaitGpus);
+  EXPECT_EQ(long_note->reason.code, ReasonCode::kWaitReserved);
+  EXPECT_EQ(Describe(long_note->reason, g.w.tree()),
+            "waiting for 4 GPUs: of the 4 free, those where it fits are reserved for job " +
+                std::to_string(g.gang.value()) +
+                " from t=" + std::to_string((g.b_started + Hours(1)).value()) +
+                "s, and it would still be protected then");
   const PendingNote* unfunded_note = NoteFor(d, g.unfunded);
   ASSERT_NE(unfunded_note, nullptr);
   EXPECT_EQ(unfunded_note->reason.code, ReasonCode::kWaitUnfunded);

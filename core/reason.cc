@@ -37,9 +37,15 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
              "ends";
     case ReasonCode::kStartAfterPreempt:
       return "started on GPUs that preemption freed for it";
-    case ReasonCode::kWaitGpus:
-      return "waiting for " + std::to_string(r.a) + " GPUs (" + std::to_string(r.b) +
-             " free, none preemptible for budget " + Budget(tree, r.budget) + ")";
+    case ReasonCode::kWaitGpus: {
+      std::string s = "waiting for " + std::to_string(r.a) + " GPUs (" + std::to_string(r.b) +
+                      " free, none preemptible for budget " + Budget(tree, r.budget);
+      if (r.c == kShareServed)
+        s += ", which has had its share: it may stop only work of budgets further above theirs";
+      else if (r.c == kBelowShare)
+        s += ", which is below its share: the work it may stop is still protected or too little";
+      return s + ")";
+    }
     case ReasonCode::kWaitBudgetLimit:
       return "budget " + Budget(tree, r.budget) + " is at its limit of " + std::to_string(r.a) +
              " GPUs";
@@ -52,6 +58,19 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
              " free are kept for debug jobs (the debug headroom), and none are preemptible for "
              "budget " +
              Budget(tree, r.budget);
+    case ReasonCode::kWaitShape:
+      return "waiting for " + std::to_string(r.a) + " GPUs" +
+             (r.c == r.a ? std::string(" on one node")
+              : r.c > 0  ? " (" + std::to_string(r.c) + " per node)"
+                         : std::string()) +
+             ": " + std::to_string(r.b) +
+             " are free, but not on nodes where its shape fits, and no work it may stop frees "
+             "such nodes for budget " +
+             Budget(tree, r.budget);
+    case ReasonCode::kWaitReserved:
+      return "waiting for " + std::to_string(r.a) + " GPUs: of the " + std::to_string(r.b) +
+             " free, those where it fits are reserved for job " + other + " from " + At(r.c) +
+             ", and it would still be protected then";
     case ReasonCode::kWaitUnfunded:
       return "unfunded: runs only on idle GPUs (" + std::to_string(r.b) + " free, needs " +
              std::to_string(r.a) + ")";

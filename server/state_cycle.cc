@@ -28,6 +28,10 @@ const char* CodeName(ReasonCode c) {
       return "wait_reservation";
     case ReasonCode::kWaitHeadroom:
       return "wait_headroom";
+    case ReasonCode::kWaitShape:
+      return "wait_shape";
+    case ReasonCode::kWaitReserved:
+      return "wait_reserved";
     case ReasonCode::kWaitUnfunded:
       return "wait_unfunded";
     case ReasonCode::kWaitFairShare:
