@@ -67,6 +67,11 @@ struct Reason {
   friend bool operator==(const Reason&, const Reason&) = default;
 };
 
+// Whether two reasons tell a user the same: equal but for the GPUs free (b) of a wait that counts
+// them, which moves with every start and end around a waiting job. A log of changes (`hourglass
+// sim --explain`) writes a line when this says they differ, not at each such move.
+bool SameWait(const Reason& x, const Reason& y);
+
 // Renders a reason in words, e.g. "preempted after its protection ended: budget
 // ai2/olmo/pretrain is further below its share (job 42 needs the GPUs)".
 std::string Describe(const Reason& r, const BudgetTree& tree);

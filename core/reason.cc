@@ -27,6 +27,23 @@ std::string Thousandths(int64_t v) {
 
 }  // namespace
 
+bool SameWait(const Reason& x, const Reason& y) {
+  if (x.code != y.code) return false;
+  switch (x.code) {
+    case ReasonCode::kWaitGpus:
+    case ReasonCode::kWaitHeadroom:
+    case ReasonCode::kWaitShape:
+    case ReasonCode::kWaitReserved:
+    case ReasonCode::kWaitUnfunded: {
+      Reason free_apart = y;
+      free_apart.b = x.b;
+      return x == free_apart;
+    }
+    default:
+      return x == y;
+  }
+}
+
 std::string Describe(const Reason& r, const BudgetTree& tree) {
   const std::string other = std::to_string(r.other.value());
   switch (r.code) {

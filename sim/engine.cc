@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <queue>
+#include <unordered_map>
 
 #include "core/fair_division.h"
 #include "core/timed_cycle.h"
@@ -149,7 +150,9 @@ class Engine {
     Seconds due = kNever;
     std::vector<Slice> slices;
   };
-  std::map<int64_t, Explained> explained_;
+  // Looked up for every waiting job in every explained cycle, never iterated, so its order decides
+  // nothing: hashed, as an ordered map's lookups took most of a month's --explain run.
+  std::unordered_map<int64_t, Explained> explained_;
 
   void AddPending(int32_t j);
   void RemovePending(int32_t j);
@@ -633,7 +636,8 @@ void Engine::External(const TimedEvent& e) {
 }
 
 // Why each job still waits, and what is reserved for whom, in words (SimOptions::explain): a
-// line when that changes, not in every cycle; a start or a stop makes the next one new again.
+// line when that changes (SameWait: not when only the count of free GPUs moves), not in every
+// cycle; a start or a stop makes the next one new again.
 void Engine::LogExplanations(const Decisions& d) {
   for (const StartDecision& s : d.starts) explained_.erase(s.job.value());
   for (const StopDecision& s : d.stops) explained_.erase(s.job.value());
@@ -644,7 +648,7 @@ void Engine::LogExplanations(const Decisions& d) {
   for (const PendingNote& n : d.pending) {
     if (!wanted(n.job)) continue;
     Explained& e = explained_[n.job.value()];
-    if (e.reason == n.reason) continue;
+    if (e.reason && SameWait(*e.reason, n.reason)) continue;
     e.reason = n.reason;
     opt_.decision_log({now_, "pending", n.job, {}, Describe(n.reason, tree_)});
   }

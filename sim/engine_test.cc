@@ -55,6 +55,30 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
   EXPECT_TRUE(saw_start);
 }
 
+// The explained log writes a waiting job's reason when it changes, not each time the count of free
+// GPUs in it moves: the unfunded job waits for 4 GPUs with 1 free, then 2 once the 1-GPU job
+// ends, and starts when the 6-GPU job ends.
+TEST(Engine, ExplainDoesNotLogAMoveOfTheFreeCountAsANewReason) {
+  Scenario sc = OneNodeOneBudget("tiny", Hours(2));
+  sc.jobs = {Job(1, 0, 6, "team", 3600), Job(2, 0, 1, "team", 1800), Job(3, 10, 4, "", 600)};
+  auto policy = MakePolicy("hourglass", PolicyConfig{});
+  ASSERT_TRUE(policy.has_value());
+  std::vector<DecisionLogEntry> log;
+  SimOptions opt;
+  opt.explain = true;
+  opt.decision_log = [&](const DecisionLogEntry& e) { log.push_back(e); };
+  ASSERT_TRUE(Simulate(sc, **policy, opt));
+  std::vector<std::string> why;
+  Seconds started = kNever;
+  for (const auto& e : log) {
+    if (e.job != JobId(3)) continue;
+    if (std::string(e.action) == "pending") why.push_back(e.reason);
+    if (std::string(e.action) == "start") started = e.at;
+  }
+  EXPECT_EQ(why, (std::vector<std::string>{"unfunded: runs only on idle GPUs (1 free, needs 4)"}));
+  EXPECT_EQ(started, Seconds(3600));
+}
+
 // With explain on, the decision log also says why each job waits and what is reserved for it,
 // and the decisions themselves do not change. Job 1 holds the node, protected, with a known end
 // (max_runtime); job 2 (8 GPUs) cannot preempt it and reserves the node for that end; job 3 (one
