@@ -42,6 +42,10 @@ std::string RenderMetrics(MetricsInput in) {
   o << "# HELP hourglass_queue_jobs Pending jobs.\n# TYPE hourglass_queue_jobs gauge\n";
   o << "hourglass_queue_jobs{funded=\"true\"} " << in.queue_funded << "\n";
   o << "hourglass_queue_jobs{funded=\"false\"} " << in.queue_unfunded << "\n";
+  o << "# HELP hourglass_pending_jobs Pending jobs by why they wait (reason code).\n"
+       "# TYPE hourglass_pending_jobs gauge\n";
+  for (const auto& [reason, n] : in.pending_by_reason)
+    o << "hourglass_pending_jobs{reason=\"" << Label(reason) << "\"} " << n << "\n";
   o << "# HELP hourglass_running_gpus GPUs held by running jobs.\n"
        "# TYPE hourglass_running_gpus gauge\n";
   o << "hourglass_running_gpus{funded=\"true\"} " << in.running_funded_gpus << "\n";

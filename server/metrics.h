@@ -12,6 +12,10 @@ namespace hg::server {
 
 struct MetricsInput {
   int64_t queue_funded = 0, queue_unfunded = 0;
+  // Pending jobs by why they wait: the reason code the last explaining cycle gave each
+  // ("submitted" before its first), so an operator sees fragmentation (wait_shape), reservations
+  // (wait_reserved) or fair share (wait_gpus) grow.
+  std::map<std::string, int64_t> pending_by_reason;
   int64_t running_funded_gpus = 0, running_unfunded_gpus = 0;
   double capacity_gpus = 0;
   std::vector<double> cycle_seconds;  // the last cycles (up to 1024), any order

@@ -17,6 +17,7 @@ TEST(Metrics, QuantileIsTheNearestRank) {
 TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
   MetricsInput in;
   in.queue_funded = 3;
+  in.pending_by_reason = {{"wait_gpus", 2}, {"wait_shape", 1}};
   in.running_unfunded_gpus = 8;
   in.capacity_gpus = 16;
   in.cycle_seconds = {0.002, 0.001, 0.004};
@@ -31,21 +32,26 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
   in.activity_reports = 4;
   in.activity_cpu = 5;
   const std::string t = RenderMetrics(in);
-  for (const char* line :
-       {"hourglass_queue_jobs{funded=\"true\"} 3\n", "hourglass_queue_jobs{funded=\"false\"} 0\n",
-        "hourglass_running_gpus{funded=\"false\"} 8\n", "hourglass_capacity_gpus 16\n",
-        "hourglass_cycle_seconds{quantile=\"0.5\"} 0.002\n",
-        "hourglass_cycle_seconds{quantile=\"0.99\"} 0.004\n", "hourglass_cycle_seconds_count 3\n",
-        "hourglass_preemptions_total{reason=\"preempt_for_funded\"} 2\n",
-        "hourglass_budget_owed_gpu_hours{budget=\"ai/\\\"x\\\"\"} 1.5\n",
-        "hourglass_budget_delivered_gpu_hours{budget=\"ai\"} 0.25\n",
-        "hourglass_nodes{state=\"ready\"} 2\n", "hourglass_submissions_total 7\n",
-        "hourglass_activity_reports_total{source=\"api\"} 4\n",
-        "hourglass_activity_reports_total{source=\"cpu\"} 5\n",
-        "hourglass_cycles_total{trigger=\"change\"} 2\n",
-        "hourglass_cycles_total{trigger=\"wake\"} 1\n",
-        "hourglass_cycles_total{trigger=\"timer\"} 0\n",
-        "# TYPE hourglass_cycle_seconds summary\n"})
+  for (const char* line : {"hourglass_queue_jobs{funded=\"true\"} 3\n",
+                           "hourglass_queue_jobs{funded=\"false\"} 0\n",
+                           "hourglass_pending_jobs{reason=\"wait_gpus\"} 2\n",
+                           "hourglass_pending_jobs{reason=\"wait_shape\"} 1\n",
+                           "hourglass_running_gpus{funded=\"false\"} 8\n",
+                           "hourglass_capacity_gpus 16\n",
+                           "hourglass_cycle_seconds{quantile=\"0.5\"} 0.002\n",
+                           "hourglass_cycle_seconds{quantile=\"0.99\"} 0.004\n",
+                           "hourglass_cycle_seconds_count 3\n",
+                           "hourglass_preemptions_total{reason=\"preempt_for_funded\"} 2\n",
+                           "hourglass_budget_owed_gpu_hours{budget=\"ai/\\\"x\\\"\"} 1.5\n",
+                           "hourglass_budget_delivered_gpu_hours{budget=\"ai\"} 0.25\n",
+                           "hourglass_nodes{state=\"ready\"} 2\n",
+                           "hourglass_submissions_total 7\n",
+                           "hourglass_activity_reports_total{source=\"api\"} 4\n",
+                           "hourglass_activity_reports_total{source=\"cpu\"} 5\n",
+                           "hourglass_cycles_total{trigger=\"change\"} 2\n",
+                           "hourglass_cycles_total{trigger=\"wake\"} 1\n",
+                           "hourglass_cycles_total{trigger=\"timer\"} 0\n",
+                           "# TYPE hourglass_cycle_seconds summary\n"})
     EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
 }
 

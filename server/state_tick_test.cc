@@ -262,6 +262,8 @@ TEST(StateTick, ALongQueuesReasonsAreRefreshedWithinTheirTimeBound) {
   l.At(10);
   EXPECT_TRUE(l.Tick());  // two wait, 10 s after the last explanation: not explained
   EXPECT_EQ(l.Field(second, "reason_code"), "submitted");
+  EXPECT_NE(l.state().MetricsText().find("hourglass_pending_jobs{reason=\"submitted\"} 2\n"),
+            std::string::npos);
   l.At(35);
   const int64_t fourth = l.Submit({{"budget", "b"}, {"gpus", 1}, {"command", {"w"}}});
   l.At(40);
@@ -274,6 +276,10 @@ TEST(StateTick, ALongQueuesReasonsAreRefreshedWithinTheirTimeBound) {
   EXPECT_EQ(l.Field(second, "reason_code"), "wait_gpus");
   EXPECT_NE(l.Field(second, "reason").find("none preemptible"), std::string::npos)
       << l.Field(second, "reason");
+  // The metrics count the waiting jobs by their reason.
+  const std::string m = l.state().MetricsText();
+  EXPECT_NE(m.find("hourglass_pending_jobs{reason=\"wait_gpus\"} 3\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("hourglass_pending_jobs{reason=\"submitted\"}"), std::string::npos) << m;
 }
 
 }  // namespace

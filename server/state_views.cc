@@ -262,6 +262,9 @@ std::string State::MetricsText() {
     if (s.counts_dirty) s.Recount();
     in.queue_funded = static_cast<int64_t>(s.pending_funded.size());
     in.queue_unfunded = static_cast<int64_t>(s.pending_unfunded.size());
+    for (const auto* queue : {&s.pending_funded, &s.pending_unfunded})
+      for (const auto& [queued_since, id] : *queue)
+        ++in.pending_by_reason[s.jobs.at(id).rec.reason_code];
     for (int64_t id : s.running) {
       const JobRt& j = s.jobs.at(id);
       (j.rec.budget.empty() ? in.running_unfunded_gpus : in.running_funded_gpus) += j.rec.gpus;
