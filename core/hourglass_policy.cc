@@ -561,27 +561,30 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
     if (TryReserve(p, shape)) return true;
     fc.Add(shape);
   }
-  if (s_.explain) {
+  if (!s_.explain) return false;
+  // Why it waits, in the order a user would ask. The key and each placement are worked out once:
+  // this runs for every waiting job in every explained cycle.
+  const double key = fs_->Key(j.budget);
+  if (key >= cfg_.preempt_below && key < 1.0) {
     // Below its share but not below --preempt-below: say that this, not a lack of victims, is
     // why it does not preempt.
-    const double key = fs_->Key(j.budget);
-    if (key >= cfg_.preempt_below && key < 1.0) {
-      Note(p, Reason{ReasonCode::kWaitPreemptBelow,
-                     {},
-                     j.budget,
-                     std::llround(key * 1000),
-                     std::llround(cfg_.preempt_below * 1000)});
-      return false;
-    }
+    Note(p, Reason{ReasonCode::kWaitPreemptBelow,
+                   {},
+                   j.budget,
+                   std::llround(key * 1000),
+                   std::llround(cfg_.preempt_below * 1000)});
+    return false;
   }
-  if (s_.explain && !HeadroomAllows(j) && cs_.Find(shape, false, j.funded())) {
+  const bool fits_free = cs_.Find(shape, false, j.funded()).has_value();
+  if (fits_free && !HeadroomAllows(j)) {
     // GPUs are free where the job fits, but they are the debug headroom: say so, not "none
     // preemptible", or the user sees free GPUs and no reason.
     Note(p, Reason{ReasonCode::kWaitHeadroom, {}, j.budget, j.gpus.value(), cs_.total_free()});
     return false;
   }
-  if (s_.explain && reservations_ > 0 && !cs_.Find(shape, false, j.funded()) &&
-      cs_.Find(shape, true, j.funded())) {
+  const bool fits_reserved =
+      fits_free || (reservations_ > 0 && cs_.Find(shape, true, j.funded()).has_value());
+  if (!fits_free && fits_reserved) {
     // It fits on reserved GPUs only, which it may not use (MayUseReserved): name the holder of
     // the reservation due first.
     JobId holder{0};
@@ -594,7 +597,7 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
                    reservation_due_.value()});
     return false;
   }
-  if (s_.explain && cs_.total_free() >= j.gpus.value() && !cs_.Find(shape, true, j.funded())) {
+  if (!fits_reserved && cs_.total_free() >= j.gpus.value()) {
     // Enough GPUs are free, reserved ones too, just not where its shape fits: say so, or the user
     // sees free GPUs and "none preemptible".
     Note(p, Reason{ReasonCode::kWaitShape,
@@ -605,8 +608,12 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
                    shape.per_node});
     return false;
   }
-  const int64_t standing = s_.explain && fs_->Key(j.budget) >= 1.0 ? kShareServed : kBelowShare;
-  Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing});
+  Note(p, Reason{ReasonCode::kWaitGpus,
+                 {},
+                 j.budget,
+                 j.gpus.value(),
+                 cs_.total_free(),
+                 key >= 1.0 ? kShareServed : kBelowShare});
   return false;
 }
 
