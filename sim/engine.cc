@@ -841,6 +841,13 @@ SimResult Engine::Run() {
     result_.funded_wait_by_gpus[gpus] = w.Scaled(1.0 / 3600.0);
   for (const auto& [cls, w] : wait_split_.by_class())
     result_.funded_wait_by_class[cls] = w.Scaled(1.0 / 3600.0);
+  // A budget's path as the report names it: a job charged to a budget that has children is
+  // accounted on its hidden direct child.
+  auto path_of = [&](BudgetId b) {
+    return tree_.is_hidden(b) ? tree_.path(tree_.parent(b)) + "/(direct)" : tree_.path(b);
+  };
+  std::vector<std::string> paths(tree_.size());
+  for (size_t b = 1; b < paths.size(); ++b) paths[b] = path_of(BudgetId(static_cast<int32_t>(b)));
   for (size_t i = 0; i < jobs_.size(); ++i) {
     const JobRt& rt = jobs_[i];
     JobRecord rec;
@@ -848,6 +855,7 @@ SimResult Engine::Run() {
     rec.job_class = specs_[i].job_class;
     rec.gpus = specs_[i].gpus.value();
     rec.funded = specs_[i].funded();
+    if (rec.funded) rec.budget = paths[static_cast<size_t>(specs_[i].budget.value())];
     rec.waits = rt.waits;
     rec.final_state = rt.state;
     rec.attempts = rt.attempts;
@@ -869,7 +877,7 @@ SimResult Engine::Run() {
     stack.pop_back();
     const auto i = static_cast<size_t>(b.value());
     BudgetTotals t;
-    t.path = tree_.is_hidden(b) ? tree_.path(tree_.parent(b)) + "/(direct)" : tree_.path(b);
+    t.path = paths[i];
     t.depth = tree_.depth(b);
     t.leaf = tree_.is_leaf(b);
     t.owed_gpu_hours = owe[i] / 3600.0;

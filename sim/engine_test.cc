@@ -165,6 +165,30 @@ TEST(Engine, UndeliveredOwedTimeIsSplitByWhereTheGpusWent) {
   EXPECT_NEAR(u.total(), 24.0, 1e-9);
 }
 
+// Each job's record names its budget by the path the budget totals use, so the report can give
+// every budget its own waits: a job charged to a budget that has children is accounted on its
+// "(direct)" part, and unfunded work has no budget.
+TEST(Engine, AJobsRecordNamesItsBudgetsPathAsTheTotalsDo) {
+  Scenario sc;
+  sc.name = "tiny";
+  sc.end = Hours(2);
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}};
+  sc.budgets = {BudgetSpec{"lab", "", 1.0, std::nullopt, {}, 0},
+                BudgetSpec{"lab.ann", "lab", 1.0, std::nullopt, {}, 0}};
+  sc.jobs = {Job(1, 0, 2, "lab.ann", 600), Job(2, 0, 2, "lab", 600), Job(3, 0, 2, "", 600)};
+  auto policy = MakePolicy("hourglass", SimOptions{}.policy);
+  ASSERT_TRUE(policy.has_value());
+  auto r = Simulate(sc, **policy, SimOptions{});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->jobs.size(), 3u);
+  EXPECT_EQ(r->jobs[0].budget, "lab/lab.ann");
+  EXPECT_EQ(r->jobs[1].budget, "lab/(direct)");
+  EXPECT_EQ(r->jobs[2].budget, "");
+  std::vector<std::string> paths;
+  for (const BudgetTotals& b : r->budgets) paths.push_back(b.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"lab", "lab/lab.ann", "lab/(direct)"}));
+}
+
 // The two other places owed time goes. Beside funded work: on one node, an 8-GPU job waits for
 // its own budget's 4-GPU job, and preempting the unfunded job beside it would not make room.
 // Waiting: funded demand (15 GPUs) is below the 16 GPUs, but the 3-GPU job fits on neither node

@@ -196,10 +196,35 @@ Measures Compute(const SimResult& r) {
     auto& [lc, lo] = level[b.depth];
     lc += capped;
     lo += b.owed_gpu_hours;
-    m.budgets.push_back(BudgetMeasure{b.path, b.depth, b.leaf, b.owed_gpu_hours,
+    m.budgets.push_back(BudgetMeasure{b.path,
+                                      b.depth,
+                                      b.leaf,
+                                      b.owed_gpu_hours,
                                       b.delivered_gpu_hours,
-                                      Ratio(b.delivered_gpu_hours, b.owed_gpu_hours)});
+                                      Ratio(b.delivered_gpu_hours, b.owed_gpu_hours),
+                                      {}});
   }
+  // Each job's waits count for its budget and every budget above it ("a/b/c" counts for "a/b"
+  // and "a").
+  std::map<std::string, size_t> budget_index;
+  for (size_t i = 0; i < m.budgets.size(); ++i) budget_index.emplace(m.budgets[i].path, i);
+  std::vector<std::map<std::string, Samples>> budget_waits(m.budgets.size());
+  for (const JobRecord& j : r.jobs) {
+    if (j.budget.empty()) continue;
+    const std::string cls = ClassKey(j.job_class);
+    const bool started = j.attempts > 0 || !j.waits.empty();
+    for (size_t end = 0; end != std::string::npos;) {
+      end = j.budget.find('/', end + 1);
+      const auto it = budget_index.find(j.budget.substr(0, end));
+      if (it == budget_index.end()) continue;
+      Samples& s = budget_waits[it->second][cls];
+      for (Seconds w : j.waits) s.waits.push_back(w.value());
+      if (!started) ++s.never_started;
+    }
+  }
+  for (size_t i = 0; i < m.budgets.size(); ++i)
+    for (auto& [cls, s] : budget_waits[i])
+      m.budgets[i].wait_by_class[cls] = Summarise(std::move(s.waits), s.never_started);
   m.entitlement_delivered = Ratio(leaf_capped, leaf_owed);
   m.owed_gpu_hours = leaf_owed;
   m.undelivered = r.undelivered;
@@ -318,6 +343,9 @@ nlohmann::json PolicyJson(const SimResult& r) {
                        {"owed_gpu_hours", Num(b.owed_gpu_hours)},
                        {"delivered_gpu_hours", Num(b.delivered_gpu_hours)},
                        {"ratio", Num(b.ratio)}});
+    nlohmann::json budget_wait = nlohmann::json::object();
+    for (const auto& [cls, w] : b.wait_by_class) budget_wait[cls] = WaitJson(w);
+    budgets.back()["wait_s"] = std::move(budget_wait);
   }
   p["budgets"] = std::move(budgets);
 

@@ -63,6 +63,9 @@ struct BudgetMeasure {
   double owed_gpu_hours = 0;
   double delivered_gpu_hours = 0;
   std::optional<double> ratio;  // delivered / owed (not capped); nullopt when nothing is owed
+  // Queue waits of the jobs charged to this budget or below it, by class: whose users wait, and
+  // for how long, where the totals above say only how much each budget got.
+  std::map<std::string, WaitStats> wait_by_class;
 };
 
 struct DrainMeasures {

@@ -180,6 +180,61 @@ TEST(ReportCompute, WaitsPerClassSizeAndNeverStarted) {
   EXPECT_EQ(m.jobs.running, 0);
 }
 
+// A job's waits count for its budget and each budget above it, by class; a job charged to a
+// budget with children counts for that budget through its "(direct)" path; unfunded work for none.
+TEST(ReportCompute, WaitsPerBudgetCountForTheBudgetAndItsAncestors) {
+  SimResult r;
+  r.budgets.push_back(Budget("a", 1, false, 10, 10));
+  r.budgets.push_back(Budget("a/x", 2, true, 5, 5));
+  r.budgets.push_back(Budget("a/(direct)", 2, true, 5, 5));
+  r.budgets.push_back(Budget("b", 1, true, 10, 10));
+  auto job = [&](int64_t id, std::string budget, std::string cls, std::vector<int64_t> waits) {
+    JobRecord j = Job(id, std::move(cls), 1, std::move(waits), JobState::kSucceeded);
+    j.budget = std::move(budget);
+    j.funded = !j.budget.empty();
+    r.jobs.push_back(std::move(j));
+  };
+  job(1, "a/x", "debug", {10, 20});
+  job(2, "a/x", "debug", {30});
+  job(3, "a/(direct)", "debug", {400});
+  job(4, "a/x", "batch", {});  // never started
+  job(5, "b", "debug", {7});
+  job(6, "", "debug", {9000});  // unfunded: no budget's
+  const Measures m = Compute(r);
+  ASSERT_EQ(m.budgets.size(), 4u);
+  const auto& a = m.budgets[0].wait_by_class;
+  const auto& x = m.budgets[1].wait_by_class;
+  const auto& direct = m.budgets[2].wait_by_class;
+  const auto& b = m.budgets[3].wait_by_class;
+  // a/x: debug waits 10, 20, 30; one batch job that never started.
+  ASSERT_EQ(x.size(), 2u);
+  EXPECT_EQ(x.at("debug").count, 3);
+  EXPECT_EQ(x.at("debug").p50, 20);
+  EXPECT_EQ(x.at("debug").p90, 30);
+  EXPECT_EQ(x.at("batch").count, 0);
+  EXPECT_EQ(x.at("batch").never_started, 1);
+  EXPECT_FALSE(x.at("batch").p90.has_value());
+  // a: its children's together, the direct job's 400 s among them.
+  EXPECT_EQ(a.at("debug").count, 4);
+  EXPECT_EQ(a.at("debug").p90, 400);
+  EXPECT_EQ(a.at("debug").p50, 20);
+  EXPECT_EQ(a.at("batch").never_started, 1);
+  EXPECT_EQ(direct.at("debug").count, 1);
+  EXPECT_EQ(direct.count("batch"), 0u);
+  // b has its own job only: not a's, and not the unfunded job's 9,000 s.
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b.at("debug").count, 1);
+  EXPECT_EQ(b.at("debug").p99, 7);
+  // The JSON gives each budget its waits under the same keys as the policy's wait_s.
+  const nlohmann::json j = ToJson({r});
+  const auto& budgets = j["policies"][""]["budgets"];
+  EXPECT_EQ(budgets[0]["path"], "a");
+  EXPECT_EQ(budgets[0]["wait_s"]["debug"]["p90"], 400);
+  EXPECT_EQ(budgets[1]["wait_s"]["batch"]["never_started"], 1);
+  EXPECT_TRUE(budgets[1]["wait_s"]["batch"]["p50"].is_null());
+  EXPECT_EQ(budgets[3]["wait_s"].size(), 1u);
+}
+
 TEST(ReportCompute, ClassNamedAllDoesNotCollideWithOverall) {
   SimResult r;
   r.jobs.push_back(Job(1, "all", 1, {5}, JobState::kSucceeded));

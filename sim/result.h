@@ -16,6 +16,7 @@ struct JobRecord {
   std::string job_class;
   int32_t gpus = 0;
   bool funded = false;
+  std::string budget;  // its budget's path, as BudgetTotals::path names it; empty when unfunded
   std::vector<Seconds> waits;  // one per start: from submission or requeue to that start
   JobState final_state = JobState::kPending;  // kPending/kRunning if the run ended first
   int attempts = 0;                           // starts
