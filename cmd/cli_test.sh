@@ -488,6 +488,19 @@ id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
 EOF2
 reaches_policy quick_first_reaches_policy "debug wait p50" 2.0h 20s --quick-first true
 
+# Alice holds 14 of the 16 GPUs with two batch jobs past their protection; the other 2 are the
+# debug headroom. Her 4-GPU debug job comes at 1,200 s: by default it waits for one of her own
+# jobs to end (10 h after their start); with --debug-stops-own it stops one and starts when the
+# 120 s grace is over.
+new_case
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,36000,8,8,alice,batch,600
+2,0,36000,6,0,alice,batch,600
+3,1200,600,4,0,alice,debug,0
+EOF2
+reaches_policy debug_stops_own_reaches_policy "debug wait p50" 9.7h 2.0m --debug-stops-own true
+
 # Alice holds 16 GPUs in 2-GPU jobs past their protection and an unfunded job the other 8; Bob
 # (share 6) asks for six 2-GPU jobs. The first stops the unfunded job; by default the next ones
 # each stop one of Alice's jobs as well (four preemptions in all, two of them needless for GPUs,

@@ -35,6 +35,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "Debug jobs of every budget before other funded work; they may preempt work of "
                   "any budget over its share (true/false)")
       ->capture_default_str();
+  app->add_option("--debug-stops-own", flags->quick_stops_own,
+                  "A debug job may stop work of its own budget past that work's protection "
+                  "(true/false)")
+      ->capture_default_str();
   app->add_option("--wait-for-spare", flags->wait_for_spare,
                   "A preemptor waits for GPUs that leaving jobs free beyond their own "
                   "preemptors' needs before it stops funded work (true/false)")
@@ -86,6 +90,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.reservation_preempts_gpus = flags.reservation_preempts_gpus;
   config.preempt_below = flags.preempt_below;
   config.quick_first = flags.quick_first;
+  config.quick_stops_own = flags.quick_stops_own;
   config.wait_for_spare = flags.wait_for_spare;
   config.leases = flags.leases;
   config.quick_protect = Seconds(flags.quick_protect);
@@ -106,7 +111,8 @@ std::string Describe(const PolicyConfig& c) {
     << (c.reservation_preempts_gpus > 0 ? std::to_string(c.reservation_preempts_gpus) + "+ GPUs"
                                         : std::string("off"))
     << ", preempt below " << c.preempt_below << ", debug jobs first "
-    << (c.quick_first ? "on" : "off") << ", wait for spare GPUs "
+    << (c.quick_first ? "on" : "off") << ", debug jobs stop their own budget's work "
+    << (c.quick_stops_own ? "on" : "off") << ", wait for spare GPUs "
     << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
     << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s"
     << ", sessions on the headroom " << (c.sessions_use_headroom ? "on" : "off");

@@ -21,6 +21,7 @@ struct PolicyFlags {
   int32_t reservation_preempts_gpus = DeployedConfig().reservation_preempts_gpus;
   double preempt_below = DeployedConfig().preempt_below;
   bool quick_first = DeployedConfig().quick_first;
+  bool quick_stops_own = DeployedConfig().quick_stops_own;
   bool wait_for_spare = DeployedConfig().wait_for_spare;
   bool leases = DeployedConfig().leases;
   int64_t quick_protect = DeployedConfig().quick_protect.value();

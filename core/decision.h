@@ -43,6 +43,8 @@ enum class ReasonCode {
   kPreemptForFunded,    // unfunded work made room; other: the funded job
   kPreemptFairShare,    // other: the job of a budget further below its share; budget: that budget
   kPreemptReservation,  // other: the large job whose reservation is due
+  // other: a quick (debug) job of the victim's own budget (PolicyConfig::quick_stops_own)
+  kPreemptOwnQuick,
   kPreemptDrain,        // the node drains; protection over (or unfunded)
   kPreemptDrainForced,  // operator deadline passed while still protected
   kPreemptTier,         // the priority baseline: a higher tier needed the GPUs

@@ -391,6 +391,9 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     // quick job's, took the GPUs back by fair share, and the quick job took them again: a
     // generated scenario's debug and batch jobs stopped each other 28 times (session 24).
     if (cfg_.quick_first && IsQuick(*r.spec) && !IsQuick(j)) return false;
+    // Work of the job's own budget: fair share never stops it (the GPUs would stay with the
+    // budget); under quick_stops_own a quick job may, and only non-quick work.
+    if (cfg_.quick_stops_own && r.spec->budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -429,16 +432,18 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   for (size_t v : plan->victims) {
     const RunningJob& r = s_.running[v];
     ReasonCode code = ReasonCode::kPreemptForFunded;
-    // A funded victim taken outside the fair-share order (for a due reservation, or by a quick
-    // job under quick_first) has a budget the walk may reach before this job's once it has gone:
-    // it would take its GPUs back and be stopped again, round after round. So would a quick
-    // victim under quick_first, whose walk places quick jobs of every budget first. So would any
-    // victim with large-job holds on, which may keep this job back behind its budget's blocked
-    // large job once the victim has gone (soak round 655, under the server's loop: thousands of
-    // rounds). Such GPUs are held for this job (StopDecision::hold_for).
+    // A funded victim taken outside the fair-share order (for a due reservation, by a quick job
+    // under quick_first, or by a quick job of its own budget under quick_stops_own) has a budget
+    // the walk may reach before this job's once it has gone: it would take its GPUs back and be
+    // stopped again, round after round. So would a quick victim under quick_first, whose walk
+    // places quick jobs of every budget first. So would any victim with large-job holds on, which
+    // may keep this job back behind its budget's blocked large job once the victim has gone (soak
+    // round 655, under the server's loop: thousands of rounds). Such GPUs are held for this job
+    // (StopDecision::hold_for).
     bool hold = false;
     if (r.spec->funded()) {
       code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation
+             : r.spec->budget == j.budget                          ? ReasonCode::kPreemptOwnQuick
                                                                    : ReasonCode::kPreemptFairShare;
       hold = (cfg_.quick_first && IsQuick(*r.spec)) || cfg_.large_job_gpus > 0 ||
              !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());

@@ -308,6 +308,51 @@ TEST(HourglassPolicy, QuickFirstLetsADebugJobTakeWorkOfABudgetOverItsShareOnly) 
   EXPECT_FALSE(d.stops[0].violates_contract);
 }
 
+// a is over its share and b below it; every GPU is held. On n0 a's batch job (past its
+// protection) and a's debug job; on n1 a's young batch job (protected) and b's batch job (past
+// its protection). A new job of a's finds nothing fair share lets it stop.
+World OwnWorkOfABudgetOverItsShare(std::string pending_class) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  const NodeId n1 = w.AddNode();
+  w.History("a", Days(2), 12.0, 4.0);
+  w.History("b", Days(2), 0.0, 4.0);
+  const Seconds now = Days(2);
+  w.Run(w.NewJob(4, "a", Hours(1)), now - Hours(2), n0);                             // job 1
+  w.Run(w.NewJob(4, "a", Minutes(5), "debug"), now - Hours(2), n0);                  // job 2
+  w.Run(w.NewJob(4, "a", Hours(1)), now - Minutes(10), n1);                          // job 3
+  w.Run(w.NewJob(4, "b", Hours(1)), now - Hours(2), n1);                             // job 4
+  w.Pend(w.NewJob(1, "a", Minutes(5), std::move(pending_class)), now - Minutes(1));  // job 5
+  return w;
+}
+
+TEST(HourglassPolicy, WithDebugStopsOwnADebugJobStopsItsOwnBudgetsUnprotectedLongWorkOnly) {
+  const Seconds now = Days(2);
+  {
+    World w = OwnWorkOfABudgetOverItsShare("debug");
+    const Decisions d = w.Cycle(now);
+    EXPECT_TRUE(d.stops.empty());
+    EXPECT_TRUE(d.starts.empty());
+  }
+  PolicyConfig cfg;
+  cfg.quick_stops_own = true;
+  World w = OwnWorkOfABudgetOverItsShare("debug");
+  const Decisions d = w.Cycle(now, true, cfg);
+  // Not a's debug job (2), not a's protected job (3), not b's (4): a's long work past its
+  // protection (1), and its GPUs are held for the debug job.
+  ASSERT_EQ(d.stops.size(), 1u);
+  EXPECT_EQ(d.stops[0].job, JobId(1));
+  EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptOwnQuick);
+  EXPECT_EQ(d.stops[0].for_job, JobId(5));
+  EXPECT_TRUE(d.stops[0].hold_for);
+  EXPECT_FALSE(d.stops[0].violates_contract);
+  const std::string why = Describe(d.stops[0].reason, w.tree());
+  EXPECT_NE(why.find("debug job 5 of its own budget"), std::string::npos) << why;
+  // The option is for debug jobs: a's batch job still may not stop a's own work.
+  World batch = OwnWorkOfABudgetOverItsShare("batch");
+  EXPECT_TRUE(batch.Cycle(now, true, cfg).stops.empty());
+}
+
 // One GPU is free. c is far below its share and waits for it with a batch job submitted first;
 // a, over its share, has a debug job. In fair-share order c's job takes the GPU; with quick_first
 // the debug job does.

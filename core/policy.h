@@ -80,6 +80,13 @@ struct PolicyConfig {
   // users wait at a terminal; their GPU time is small and charged like any other, so the fair
   // share evens out over the window. false: quick jobs take their budget's turn.
   bool quick_first = false;
+  // A quick (debug) job may stop non-quick work of its own budget once that work's protection
+  // has ended, as Kueue's withinClusterQueue preemption lets a workload stop lower-priority ones
+  // of its own queue. The GPUs stay with the budget, so no other budget's share moves: what
+  // a budget runs first is its own users' business, and a user waiting at a terminal comes
+  // before the same budget's long work, which is requeued (if resumable) and loses what it did
+  // since its last checkpoint. false: a job never stops work of its own budget.
+  bool quick_stops_own = false;
   // Unfunded work may borrow reserved GPUs while the reservation is at least this far from due:
   // idle GPUs earn nothing, and one grace period at the due time is a small price.
   Seconds reservation_lend_margin = Hours(1);

@@ -110,6 +110,9 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
              " is further below its share (job " + other + " needs the GPUs)";
     case ReasonCode::kPreemptReservation:
       return "preempted after its protection ended: the reservation of job " + other + " is due";
+    case ReasonCode::kPreemptOwnQuick:
+      return "preempted after its protection ended: debug job " + other +
+             " of its own budget needs the GPUs (--debug-stops-own)";
     case ReasonCode::kPreemptDrain:
       return "node " + std::to_string(r.a) + " is draining and the job's protection is over";
     case ReasonCode::kPreemptDrainForced:

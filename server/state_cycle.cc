@@ -48,6 +48,8 @@ const char* CodeName(ReasonCode c) {
       return "preempt_fair_share";
     case ReasonCode::kPreemptReservation:
       return "preempt_reservation";
+    case ReasonCode::kPreemptOwnQuick:
+      return "preempt_own_budget";
     case ReasonCode::kPreemptDrain:
       return "preempt_drain";
     case ReasonCode::kPreemptDrainForced:

@@ -57,6 +57,8 @@ StopCause CauseOf(ReasonCode c) {
       return StopCause::kFairShare;
     case ReasonCode::kPreemptReservation:
       return StopCause::kReservation;
+    case ReasonCode::kPreemptOwnQuick:
+      return StopCause::kOwnBudget;
     case ReasonCode::kPreemptDrain:
       return StopCause::kDrain;
     case ReasonCode::kPreemptDrainForced:

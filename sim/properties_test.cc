@@ -77,7 +77,8 @@ constexpr int kPriorityScenarios = 25;
 // "hourglass-reserve-preempts" lets a reservation of a job of 8+ GPUs preempt work of budgets over
 // their share once its protection ends (PolicyConfig::reservation_preempts_gpus = 8);
 // "hourglass-spare" lets a preemptor wait for the spare GPUs of leaving jobs before it stops
-// funded work (PolicyConfig::wait_for_spare).
+// funded work (PolicyConfig::wait_for_spare); "hourglass-debug-stops-own" lets a debug job stop
+// long work of its own budget past its protection (PolicyConfig::quick_stops_own).
 const Policy& NamedPolicy(std::string_view name) {
   static const auto hourglass = MakePolicy("hourglass", PolicyConfig{});
   static const auto hourglass_large = [] {
@@ -110,6 +111,11 @@ const Policy& NamedPolicy(std::string_view name) {
     c.quick_protect = Hours(1);  // longer than the work of any of Mixed's debug jobs (under 30 min)
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_debug_stops_own = [] {
+    PolicyConfig c;
+    c.quick_stops_own = true;
+    return MakePolicy("hourglass", c);
+  }();
   static const auto hourglass_no_leases = [] {
     PolicyConfig c;
     c.leases = false;
@@ -124,6 +130,7 @@ const Policy& NamedPolicy(std::string_view name) {
                   : name == "hourglass-reserve-preempts" ? hourglass_reserve_preempts
                   : name == "hourglass-spare"            ? hourglass_spare
                   : name == "hourglass-quick-protect"    ? hourglass_quick_protect
+                  : name == "hourglass-debug-stops-own"  ? hourglass_debug_stops_own
                                                          : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
@@ -926,6 +933,12 @@ TEST(PropertiesFairShare, P5WithReservationsThatPreempt_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-reserve-preempts");
 }
 
+// And with debug jobs stopping their own budget's long work (--debug-stops-own): the work they
+// stop is requeued behind them and must still start and end.
+TEST(PropertiesFairShare, P5WithDebugStoppingOwnWork_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-debug-stops-own");
+}
+
 // The same with a grace period per job. It found the livelock that
 // PropertiesRegression.WaitingPreemptorKeepsGpusOfVictimsKilledEarlier reproduces, fixed since
 // (scenario 81: a funded job never started while its victims were stopped and restarted every
@@ -1105,6 +1118,26 @@ TEST(PropertiesContract, ContractWithQuickFirst_200Scenarios) {
 
 TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-reserve-preempts");
+}
+
+// Stops of a debug job's own budget's work keep the contract, and stop only funded long work:
+// never a debug job, never unfunded work (which any funded job stops for its own reason first).
+TEST(PropertiesContract, ContractWithDebugStoppingOwnWork_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-debug-stops-own");
+  const Rng root(RootSeed(0x50430007));
+  int own = 0;
+  for (int i = 0; i < kContractScenarios / 4 && !::testing::Test::HasFailure(); ++i) {
+    SCOPED_TRACE(Trace("contract", i));
+    auto r = RunSim(ContractScenario(root, i), "hourglass-debug-stops-own");
+    ASSERT_TRUE(r);
+    for (const PreemptionRecord& p : r->preemptions) {
+      if (p.cause != StopCause::kOwnBudget) continue;
+      ++own;
+      EXPECT_NE(p.job_class, "debug") << "job " << p.job;
+      EXPECT_TRUE(p.funded) << "job " << p.job;
+    }
+  }
+  EXPECT_GT(own, 0);  // the option did stop such work
 }
 
 // The same with a grace period per job. It found the livelock that

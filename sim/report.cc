@@ -18,6 +18,8 @@ const char* ToString(StopCause c) {
       return "fair-share";
     case StopCause::kReservation:
       return "reservation";
+    case StopCause::kOwnBudget:
+      return "own-budget";
     case StopCause::kDrain:
       return "drain";
     case StopCause::kDrainForced:
@@ -34,10 +36,10 @@ const char* ToString(StopCause c) {
 
 namespace {
 
-constexpr std::array<StopCause, 8> kAllCauses = {StopCause::kUnfunded,    StopCause::kFairShare,
-                                                 StopCause::kReservation, StopCause::kDrain,
-                                                 StopCause::kDrainForced, StopCause::kPriority,
-                                                 StopCause::kNodeLost,    StopCause::kMaxRuntime};
+constexpr std::array<StopCause, 9> kAllCauses = {
+    StopCause::kUnfunded,  StopCause::kFairShare, StopCause::kReservation,
+    StopCause::kOwnBudget, StopCause::kDrain,     StopCause::kDrainForced,
+    StopCause::kPriority,  StopCause::kNodeLost,  StopCause::kMaxRuntime};
 
 std::optional<double> Ratio(double num, double den) {
   if (!(den > 0)) return std::nullopt;

@@ -259,7 +259,8 @@ TEST(ReportCompute, PreemptionsByCauseAndClass) {
   EXPECT_EQ(m.contract_violations, 1);
   EXPECT_EQ(m.active_sessions_stopped, 1);
   EXPECT_DOUBLE_EQ(m.lost_gpu_hours, 7.75);
-  EXPECT_EQ(m.preemptions_by_cause.size(), 8u);  // every cause, zeros included
+  EXPECT_EQ(m.preemptions_by_cause.size(), 9u);  // every cause, zeros included
+  EXPECT_EQ(m.preemptions_by_cause.at("own-budget"), 0);
   EXPECT_EQ(m.preemptions_by_cause.at("fair-share"), 1);
   EXPECT_EQ(m.preemptions_by_cause.at("drain"), 1);
   EXPECT_EQ(m.preemptions_by_cause.at("drain-forced"), 1);
@@ -301,6 +302,7 @@ TEST(ReportCompute, StopCauseNames) {
   EXPECT_STREQ(ToString(StopCause::kUnfunded), "unfunded");
   EXPECT_STREQ(ToString(StopCause::kFairShare), "fair-share");
   EXPECT_STREQ(ToString(StopCause::kReservation), "reservation");
+  EXPECT_STREQ(ToString(StopCause::kOwnBudget), "own-budget");
   EXPECT_STREQ(ToString(StopCause::kDrain), "drain");
   EXPECT_STREQ(ToString(StopCause::kDrainForced), "drain-forced");
   EXPECT_STREQ(ToString(StopCause::kPriority), "priority");

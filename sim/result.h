@@ -31,6 +31,7 @@ enum class StopCause {
   kUnfunded,     // unfunded work made room for funded work
   kFairShare,    // a budget further below its share needed the GPUs
   kReservation,  // a reservation for a large job became due
+  kOwnBudget,    // a debug job of its own budget needed the GPUs (PolicyConfig::quick_stops_own)
   kDrain,        // the node drained (health or operator)
   kDrainForced,  // an operator deadline forced a protected job off
   kPriority,     // a higher tier preempted it (the `priority` baseline)
