@@ -11,7 +11,7 @@ namespace {
 
 std::string NodePath(const std::string& node) { return "/v1/nodes/" + UrlEncode(node); }
 
-// "operator: kernel update (until 2026-...)" or "-".
+// "operator: kernel update (until 2026-...), empty by 2026-... for job 17" or "-".
 std::string Drain(const Json& n) {
   const std::string cause = Text(n, "drain_cause");
   const std::string reason = Text(n, "drain_reason");
@@ -19,6 +19,11 @@ std::string Drain(const Json& n) {
   std::string out = cause == "-" ? reason : cause + ": " + reason;
   if (n.contains("drain_deadline_at") && n["drain_deadline_at"].is_number()) {
     out += " (until " + Time(n, "drain_deadline_at") + ")";
+  }
+  if (n.contains("drain_empty_by") && n["drain_empty_by"].is_number()) {
+    out += ", empty by " + Time(n, "drain_empty_by");
+    if (n.contains("drain_waits_for") && n["drain_waits_for"].is_number())
+      out += " for job " + Text(n, "drain_waits_for");
   }
   return out;
 }

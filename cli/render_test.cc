@@ -342,12 +342,19 @@ TEST(NodesTest, RendersStateAndDrain) {
      "used_gpus": 6, "jobs": [17, 18]},
     {"name": "n2", "gpus": 8, "block": "b0", "labels": {}, "state": "draining",
      "drain_cause": "operator", "drain_reason": "kernel update", "drain_deadline_at": 1764698400,
+     "drain_empty_by": 1764694920, "drain_waits_for": 19,
+     "last_heartbeat_at": 1764691201, "used_gpus": 4, "jobs": [19]},
+    {"name": "n3", "gpus": 8, "block": "b0", "labels": {}, "state": "draining",
+     "drain_cause": "health", "drain_reason": "ECC", "drain_deadline_at": null,
+     "drain_empty_by": 1764691201, "drain_waits_for": null,
      "last_heartbeat_at": 1764691201, "used_gpus": 0, "jobs": []}]})");
   EXPECT_EQ(RenderNodes(reply),
             "NODE  GPUS  USED  BLOCK  STATE     HEARTBEAT             JOBS   DRAIN\n"
             "n1       8     6  b0     ready     2025-12-02 16:00:00Z  17,18  -\n"
-            "n2       8     0  b0     draining  2025-12-02 16:00:01Z  -      operator: kernel "
-            "update (until 2025-12-02 18:00:00Z)\n");
+            "n2       8     4  b0     draining  2025-12-02 16:00:01Z  19     operator: kernel "
+            "update (until 2025-12-02 18:00:00Z), empty by 2025-12-02 17:02:00Z for job 19\n"
+            "n3       8     0  b0     draining  2025-12-02 16:00:01Z  -      health: ECC, empty by "
+            "2025-12-02 16:00:01Z\n");
 }
 
 TEST(DrainTest, DeadlineIsNowPlusTheDuration) {

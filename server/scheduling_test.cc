@@ -259,6 +259,22 @@ TEST(Scheduling, ProtectedJobLeavesADrainOnlyAtTheOperatorsDeadline) {
       },
       400);
   EXPECT_EQ(c.Job(f)["state"], "running");
+  // The node says when it will be empty at the latest, and what it waits for: the job's
+  // protection, then its grace. The other node is not draining and says nothing.
+  auto node_view = [&](const std::string& name) {
+    const json nodes = c.h.Get("/v1/nodes", c.h.admin()).body["nodes"];
+    for (const json& n : nodes)
+      if (n["name"] == name) return n;
+    return json();
+  };
+  const json drained = node_view(node);
+  EXPECT_EQ(drained["drain_waits_for"], f) << drained.dump();
+  EXPECT_EQ(drained["drain_empty_by"].get<int64_t>(),
+            c.Job(f)["protected_until"].get<int64_t>() + c.Job(f)["grace_s"].get<int64_t>())
+      << drained.dump();
+  const json other = node_view(node == "n1" ? "n2" : "n1");
+  EXPECT_TRUE(other["drain_empty_by"].is_null()) << other.dump();
+  EXPECT_TRUE(other["drain_waits_for"].is_null()) << other.dump();
   // With a deadline that has passed, it is stopped, and the reason names the node.
   const int64_t now = c.Job(f)["started_at"];
   ASSERT_EQ(c.h.Post("/v1/nodes/" + node + "/drain", c.h.admin(),
@@ -269,6 +285,10 @@ TEST(Scheduling, ProtectedJobLeavesADrainOnlyAtTheOperatorsDeadline) {
   EXPECT_NE(c.Job(f)["reason"].get<std::string>().find("node " + node + " is draining"),
             std::string::npos)
       << c.Job(f)["reason"];
+  // Now the node is empty by the end of the job's grace, long before its protection ends.
+  const int64_t empty_by = node_view(node)["drain_empty_by"];
+  EXPECT_LE(empty_by, now + 60 + c.Job(f)["grace_s"].get<int64_t>());
+  EXPECT_LT(empty_by, c.Job(f)["protected_until"].get<int64_t>());
 }
 
 TEST(Scheduling, MaxRuntimeEndsTheJobFailed) {

@@ -224,9 +224,28 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
   return nlohmann::json{{"budgets", out}};
 }
 
+Seconds State::Impl::GoneFromDrainBy(const JobRt& j, const NodeRt& node, Seconds now) const {
+  if (j.stopping) return j.stop_at;
+  // Unfunded and unprotected work is stopped by the next cycle; protected work when its
+  // min_runtime ends (drains honour the contract only, not a session's lease) or the operator's
+  // deadline passes; any run when its max_runtime does. Then its grace.
+  Seconds t = now;
+  if (j.spec.funded()) {
+    RunningJob run;
+    run.spec = &j.spec;
+    run.started = j.started;
+    t = std::max(now, run.contract_until());
+    if (node.rec.drain_deadline_at)
+      t = std::min(t, std::max(now, Seconds(*node.rec.drain_deadline_at)));
+  }
+  if (j.spec.max_runtime) t = std::min(t, std::max(now, j.started + *j.spec.max_runtime));
+  return t + j.spec.grace;
+}
+
 nlohmann::json State::NodesJson() {
   Impl& s = *impl_;
   std::lock_guard lock(s.mu);
+  const Seconds now(s.NowS());
   std::vector<std::vector<int64_t>> jobs_on(s.nodes.size());
   for (int64_t id : s.running)
     for (const SliceRt& sl : s.jobs.at(id).slices)
@@ -235,6 +254,18 @@ nlohmann::json State::NodesJson() {
   for (size_t n = 0; n < s.nodes.size(); ++n) {
     const NodeRt& rt = s.node_rt[n];
     const int64_t used = std::count(rt.used.begin(), rt.used.end(), 1);
+    // A draining node: when it is empty at the latest (give or take a cycle), and the job that
+    // keeps it longest, what an operator waiting to repair it asks.
+    nlohmann::json empty_by = nullptr, waits_for = nullptr;
+    if (rt.rec.state == "draining") {
+      Seconds latest = now;
+      for (int64_t id : jobs_on[n]) {
+        const Seconds t = s.GoneFromDrainBy(s.jobs.at(id), rt, now);
+        if (waits_for.is_null() || t > latest) waits_for = id;
+        latest = std::max(latest, t);
+      }
+      empty_by = latest.value();
+    }
     out.push_back({{"name", rt.rec.name},
                    {"gpus", rt.rec.gpus},
                    {"block", rt.rec.block},
@@ -244,6 +275,8 @@ nlohmann::json State::NodesJson() {
                                                               : nlohmann::json(rt.rec.drain_cause)},
                    {"drain_reason", rt.rec.drain_reason},
                    {"drain_deadline_at", Opt(rt.rec.drain_deadline_at)},
+                   {"drain_empty_by", empty_by},
+                   {"drain_waits_for", waits_for},
                    {"last_heartbeat_at", rt.last_hb_ms / 1000},
                    {"health_ok", rt.health_ok},
                    {"health_detail", rt.health_detail},
