@@ -10,6 +10,7 @@
 #include "core/fair_division.h"
 #include "core/timed_cycle.h"
 #include "core/usage_ledger.h"
+#include "sim/report.h"
 #include "sim/wait_split.h"
 
 namespace hg::sim {
@@ -144,6 +145,7 @@ class Engine {
   void EndRun(int32_t j, JobState final_state, StopCause cause, bool lost_node);
   void External(const TimedEvent& e);
   void SetNodeState(size_t n, NodeState to);
+  DrainRecord DrainHolder(size_t n, DrainRecord d) const;
   void Sample();
 
   // What LogExplanations last wrote for a job (by id), so it writes only changes.
@@ -356,6 +358,31 @@ void Engine::ExpireFreedFor() {
 void Engine::Compact(std::vector<PendingJob>& v, size_t& holes) {
   std::erase_if(v, [](const PendingJob& p) { return p.spec == nullptr; });
   holes = 0;
+}
+
+// The job on node n that the contract lets stay longest once the node drains, as the policy's
+// housekeeping stops them: unfunded work at once, funded work when its protection ends or the
+// operator's deadline passes, any run at its max_runtime; then its grace.
+DrainRecord Engine::DrainHolder(size_t n, DrainRecord d) const {
+  const Node& node = nodes_[n];
+  for (const RunningJob& r : running_) {
+    bool here = false;
+    for (const Slice& sl : r.placement) here = here || static_cast<size_t>(sl.node.value()) == n;
+    if (!here) continue;
+    Seconds t = now_;
+    if (r.spec->funded()) {
+      t = std::max(now_, r.contract_until());
+      if (node.drain_deadline) t = std::min(t, std::max(now_, *node.drain_deadline));
+    }
+    if (r.spec->max_runtime) t = std::min(t, std::max(now_, r.started + *r.spec->max_runtime));
+    t += r.spec->grace;
+    if (d.holder_class.empty() || t > d.holder_bound) {
+      d.holder_class = ClassKey(r.spec->job_class);  // "unlabeled" for no class
+      d.holder_restarted = r.attempt > 1;
+      d.holder_bound = t;
+    }
+  }
+  return d;
 }
 
 void Engine::SetNodeState(size_t n, NodeState to) {
@@ -593,14 +620,16 @@ void Engine::External(const TimedEvent& e) {
         Push(now_ + *e.deadline, Ev::kWake, -1);
       }
       node_rt_[n].drain_record = static_cast<int32_t>(result_.drains.size());
-      result_.drains.push_back(DrainRecord{nodes_[n].name, now_, kNever, false, false});
+      result_.drains.push_back(
+          DrainHolder(n, DrainRecord{nodes_[n].name, now_, kNever, false, false, {}, false, {}}));
       break;
     }
     case EventKind::kNodeLost: {
       const size_t n = node_by_name_.at(e.target);
       if (nodes_[n].state == NodeState::kLost) break;
       SetNodeState(n, NodeState::kLost);
-      result_.drains.push_back(DrainRecord{nodes_[n].name, now_, kNever, true, true});
+      result_.drains.push_back(
+          DrainRecord{nodes_[n].name, now_, kNever, true, true, {}, false, {}});
       node_rt_[n].drain_record = -1;
       std::vector<int32_t> victims;
       for (const RunningJob& r : running_)

@@ -189,6 +189,38 @@ TEST(Engine, AJobsRecordNamesItsBudgetsPathAsTheTotalsDo) {
   EXPECT_EQ(paths, (std::vector<std::string>{"lab", "lab/lab.ann", "lab/(direct)"}));
 }
 
+// A node that begins to drain records the job the contract lets stay longest: here a training
+// run protected for 2 h beside a sweep (stopped at once) and a batch job protected for 10 min.
+// The drain ends when the training run's protection and grace are over.
+TEST(Engine, ADrainRecordsTheJobTheContractLetsStayLongest) {
+  Scenario sc = OneNodeOneBudget("tiny", Hours(6));
+  SimJob training = Job(1, 0, 4, "team", 5 * 3600);
+  training.spec.job_class = "training";
+  training.spec.min_runtime = Hours(2);
+  SimJob batch = Job(2, 0, 2, "team", 5 * 3600);
+  batch.spec.min_runtime = Minutes(10);
+  sc.jobs = {training, batch, Job(3, 0, 2, "", 5 * 3600)};
+  TimedEvent fail;
+  fail.at = Hours(1);
+  fail.kind = EventKind::kHealthFail;
+  fail.target = "n0";
+  sc.events = {fail};
+  auto policy = MakePolicy("hourglass", SimOptions{}.policy);
+  ASSERT_TRUE(policy.has_value());
+  auto r = Simulate(sc, **policy, SimOptions{});
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->drains.size(), 1u);
+  const DrainRecord& d = r->drains[0];
+  EXPECT_EQ(d.holder_class, "training");
+  EXPECT_FALSE(d.holder_restarted);
+  // Started at 0, protected for 2 h, then its 60 s grace.
+  EXPECT_EQ(r->jobs[0].waits, std::vector<Seconds>{Seconds(0)});
+  EXPECT_EQ(d.holder_bound, Hours(2) + Seconds(60));
+  ASSERT_NE(d.empty_at, kNever);
+  EXPECT_LE(d.empty_at, d.holder_bound + Seconds(10));  // within a cycle of the bound
+  EXPECT_GT(d.empty_at, Hours(2));
+}
+
 // The two other places owed time goes. Beside funded work: on one node, an 8-GPU job waits for
 // its own budget's 4-GPU job, and preempting the unfunded job beside it would not make room.
 // Waiting: funded demand (15 GPUs) is below the 16 GPUs, but the 3-GPU job fits on neither node

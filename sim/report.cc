@@ -234,6 +234,7 @@ Measures Compute(const SimResult& r) {
 
   // Drains.
   std::vector<int64_t> latencies;
+  std::map<std::string, std::vector<int64_t>> by_holder;
   for (const DrainRecord& d : r.drains) {
     ++m.drains.count;
     if (d.manual || d.lost) ++m.drains.manual_interventions;
@@ -242,7 +243,17 @@ Measures Compute(const SimResult& r) {
       ++m.drains.still_draining;
     } else {
       latencies.push_back((d.empty_at - d.unhealthy_at).value());
+      const std::string holder = d.holder_class.empty() ? "none" : d.holder_class;
+      by_holder[holder].push_back(latencies.back());
+      DrainMeasures::ByHolder& h = m.drains.by_holder[holder];
+      ++h.count;
+      if (d.holder_restarted) ++h.restarted;
     }
+  }
+  for (auto& [holder, l] : by_holder) {
+    std::sort(l.begin(), l.end());
+    m.drains.by_holder[holder].latency_p50 = Percentile(l, 50);
+    m.drains.by_holder[holder].latency_p90 = Percentile(l, 90);
   }
   std::sort(latencies.begin(), latencies.end());
   m.drains.latency_p50 = Percentile(latencies, 50);
@@ -358,6 +369,12 @@ nlohmann::json PolicyJson(const SimResult& r) {
                    {"max", Int(m.drains.latency_max)}}},
                  {"still_draining", m.drains.still_draining},
                  {"manual_interventions", m.drains.manual_interventions}};
+  nlohmann::json holders = nlohmann::json::object();
+  for (const auto& [holder, h] : m.drains.by_holder)
+    holders[holder] = {{"count", h.count},
+                       {"restarted", h.restarted},
+                       {"latency_s", {{"p50", Int(h.latency_p50)}, {"p90", Int(h.latency_p90)}}}};
+  p["drains"]["by_holder"] = std::move(holders);
   p["jobs"] = {{"submitted", m.jobs.submitted},
                {"started", m.jobs.started},
                {"succeeded", m.jobs.succeeded},

@@ -73,6 +73,14 @@ struct DrainMeasures {
   std::optional<int64_t> latency_p50, latency_p90, latency_max;  // seconds
   int64_t still_draining = 0;  // not lost and not empty when the run ended
   int64_t manual_interventions = 0;
+  // Drains that ended (not lost, empty before the run's end), by the class of the job the contract
+  // let stay longest (DrainRecord::holder_class; "none": the node was empty).
+  struct ByHolder {
+    int64_t count = 0;
+    int64_t restarted = 0;  // whose holder's run was a restart
+    std::optional<int64_t> latency_p50, latency_p90;
+  };
+  std::map<std::string, ByHolder> by_holder;
 };
 
 struct JobCounts {

@@ -327,6 +327,38 @@ TEST(ReportCompute, DrainLatencyExcludesLostAndNeverEmpty) {
   EXPECT_EQ(m.drains.manual_interventions, 3);
 }
 
+// Drains that ended, by what the contract let stay longest on the node; lost and unfinished
+// drains are left out, as from the latencies.
+TEST(ReportCompute, DrainsByTheJobTheyWaitedFor) {
+  SimResult r;
+  auto drain = [&](Seconds empty, bool lost, std::string holder, bool restarted) {
+    DrainRecord d = Drain(0, empty, false, lost);
+    d.holder_class = std::move(holder);
+    d.holder_restarted = restarted;
+    r.drains.push_back(d);
+  };
+  drain(Seconds(7000), false, "training", true);
+  drain(Seconds(9000), false, "training", false);
+  drain(Seconds(60), false, "sweep", false);
+  drain(Seconds(5), false, "", false);         // an empty node
+  drain(kNever, false, "training", true);      // still draining
+  drain(Seconds(10), true, "training", true);  // lost
+  const Measures m = Compute(r);
+  ASSERT_EQ(m.drains.by_holder.size(), 3u);
+  const auto& t = m.drains.by_holder.at("training");
+  EXPECT_EQ(t.count, 2);
+  EXPECT_EQ(t.restarted, 1);
+  EXPECT_EQ(t.latency_p50, 7000);
+  EXPECT_EQ(t.latency_p90, 9000);
+  EXPECT_EQ(m.drains.by_holder.at("sweep").latency_p90, 60);
+  EXPECT_EQ(m.drains.by_holder.at("none").count, 1);
+  const nlohmann::json j = ToJson({r});
+  const auto& by = j["policies"][""]["drains"]["by_holder"];
+  EXPECT_EQ(by["training"]["restarted"], 1);
+  EXPECT_EQ(by["training"]["latency_s"]["p90"], 9000);
+  EXPECT_EQ(by["none"]["count"], 1);
+}
+
 TEST(ReportJson, TwoPoliciesKeysAndValues) {
   const nlohmann::json j = ToJson({Sample("hourglass", 1.0), Sample("priority", 0.5)});
   EXPECT_EQ(j["scenario"], "tiny");

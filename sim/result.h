@@ -64,6 +64,12 @@ struct DrainRecord {
   Seconds empty_at = kNever;  // kNever: still not empty when the run ended
   bool manual = false;        // a protected job had to be force-killed
   bool lost = false;          // the node vanished (no drain possible)
+  // Of the jobs on the node when it began to drain, the one the contract let stay longest (its
+  // protection, the deadline if sooner, or its max_runtime, plus its grace): what the drain
+  // waited for at worst. Empty class: the node held no work.
+  std::string holder_class;
+  bool holder_restarted = false;  // its run was not its first (a requeue restarts protection)
+  Seconds holder_bound{0};        // when that job had to be gone at the latest
 };
 
 struct BudgetTotals {
