@@ -725,6 +725,43 @@ nlohmann::json CompareJson(const Comparison& c) {
 
 std::string RenderCompareJson(const Comparison& c) { return CompareJson(c).dump(2) + "\n"; }
 
+// One table per class: the budgets of the owed/delivered chart (projects, or programs when there
+// are many) by policy, each cell the p50 / p90 wait of that budget's starts of that class. A lead
+// sees whose users wait under each policy, where the measures above say only that someone does.
+std::string BudgetWaitsHtml(const ChartData& d, const std::vector<SimResult>& runs) {
+  using svg::Escape;
+  std::vector<Measures> ms;
+  for (const SimResult& r : runs) ms.push_back(Compute(r));
+  std::string h;
+  for (const std::string& cls : d.classes) {
+    h += fmt::format(
+        "<h3>{}</h3>\n<div class=\"table-wrap\"><table class=\"budget-waits\" "
+        "data-class=\"{}\">\n<tr><th>budget</th>",
+        Escape(cls), Escape(cls));
+    for (size_t i = 0; i < d.policies.size(); ++i)
+      h += fmt::format("<th><span class=\"swatch\" style=\"background:{}\"></span>{}</th>",
+                       svg::Colour(i), Escape(d.policies[i]));
+    h += "</tr>\n";
+    for (const std::string& path : d.budgets.paths) {
+      h += fmt::format("<tr><td>{}</td>", Escape(path));
+      for (const Measures& m : ms) {
+        std::string cell = "-";
+        for (const BudgetMeasure& b : m.budgets) {
+          if (b.path != path) continue;
+          const auto w = b.wait_by_class.find(cls);
+          if (w != b.wait_by_class.end() && w->second.p50 && w->second.p90)
+            cell = Duration(*w->second.p50) + " / " + Duration(*w->second.p90) + " (" +
+                   std::to_string(w->second.count) + ")";
+        }
+        h += fmt::format("<td>{}</td>", Escape(cell));
+      }
+      h += "</tr>\n";
+    }
+    h += "</table></div>\n";
+  }
+  return h;
+}
+
 std::string RenderCompareHtml(const Comparison& c) {
   using svg::Escape;
   const CompareTable t = BuildCompareTable(c.runs);
@@ -770,6 +807,11 @@ std::string RenderCompareHtml(const Comparison& c) {
        "Unfunded share is not ranked.</p>\n";
   h += "<h2>Charts</h2>\n";
   if (!c.runs.empty()) h += ChartsHtml(d, c.runs.front());
+  if (!d.classes.empty() && !d.budgets.paths.empty()) {
+    h += "<h2>Queue waits per budget</h2>\n<p>p50 / p90 wait of each budget's starts (and their "
+         "count), by class and policy: whose users wait.</p>\n";
+    h += BudgetWaitsHtml(d, c.runs);
+  }
   h += "<h2>Render check</h2>\n<pre id=\"render-check\">not run (scripts disabled?)</pre>\n";
   std::string ids = "[";
   for (const std::string& id : CompareChartIds())

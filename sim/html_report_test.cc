@@ -33,6 +33,7 @@ SimResult Run(std::string policy, double allocated, std::vector<int64_t> debug_w
     j.job_class = "debug";
     j.gpus = 1;
     j.funded = true;
+    j.budget = j.id.value() % 2 == 1 ? "p/a" : "p/b";  // jobs 1, 3, 5... (the odd waits) to a
     j.waits = {Seconds(w)};
     j.attempts = 1;
     j.final_state = JobState::kSucceeded;
@@ -178,6 +179,22 @@ TEST(CompareHtml, IsSelfContainedWithSixChartsAndEveryPolicyInEachLegend) {
   // The mapping and the table appear too.
   EXPECT_NE(h.find("<pre id=\"mapping\">cluster: 13 nodes &lt;derived&gt;"), std::string::npos);
   EXPECT_NE(h.find("<td class=\"best\">95.0%*</td>"), std::string::npos);
+}
+
+// Each budget of the owed/delivered chart gets its p50 / p90 wait per policy, by class: here
+// fifo-backfill's one long wait (3,000 s) is b's, and a's waits match under both policies.
+TEST(CompareHtml, TablesTheWaitsOfEachBudgetByClassAndPolicy) {
+  const std::string h = RenderCompareHtml(Sample());
+  EXPECT_EQ(Count(h, "<table class=\"budget-waits\""), 1u);  // one class: debug
+  const size_t at = h.find("<table class=\"budget-waits\" data-class=\"debug\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = h.substr(at, h.find("</table>", at) - at);
+  EXPECT_NE(table.find("<tr><td>p/a</td><td>5s / 9s (5)</td><td>5s / 9s (5)</td></tr>"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("<tr><td>p/b</td><td>6s / 10s (5)</td><td>6s / 50.0m (5)</td></tr>"),
+            std::string::npos)
+      << table;
 }
 
 TEST(CompareHtml, EscapesNamesFromTheInput) {
