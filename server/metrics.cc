@@ -30,6 +30,22 @@ std::string Label(const std::string& s) {
 
 }  // namespace
 
+void WaitHistogram::Observe(double seconds) {
+  size_t b = 0;
+  while (b < std::size(kQueueWaitBuckets) && seconds > kQueueWaitBuckets[b]) ++b;
+  ++counts[b];
+  sum += seconds;
+  ++count;
+}
+
+void ObserveQueueWait(std::map<std::string, WaitHistogram>& by_class, const std::string& job_class,
+                      double seconds) {
+  auto it = by_class.find(job_class);
+  if (it == by_class.end())
+    it = by_class.try_emplace(by_class.size() < kMaxWaitClasses ? job_class : "other").first;
+  it->second.Observe(seconds);
+}
+
 double Quantile(std::vector<double>& v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -71,6 +87,21 @@ std::string RenderMetrics(MetricsInput in) {
        "# TYPE hourglass_preemptions_total counter\n";
   for (const auto& [reason, n] : in.preemptions)
     o << "hourglass_preemptions_total{reason=\"" << Label(reason) << "\"} " << n << "\n";
+  o << "# HELP hourglass_queue_wait_seconds Queue wait of each start since the server started "
+       "(submission or requeue to start), by job class.\n"
+       "# TYPE hourglass_queue_wait_seconds histogram\n";
+  for (const auto& [cls, h] : in.queue_wait) {
+    const std::string label = "class=\"" + Label(cls) + "\"";
+    int64_t cumulative = 0;
+    for (size_t b = 0; b < h.counts.size(); ++b) {
+      cumulative += h.counts[b];
+      const std::string le = b < std::size(kQueueWaitBuckets) ? Num(kQueueWaitBuckets[b]) : "+Inf";
+      o << "hourglass_queue_wait_seconds_bucket{" << label << ",le=\"" << le << "\"} " << cumulative
+        << "\n";
+    }
+    o << "hourglass_queue_wait_seconds_sum{" << label << "} " << Num(h.sum) << "\n";
+    o << "hourglass_queue_wait_seconds_count{" << label << "} " << h.count << "\n";
+  }
   o << "# HELP hourglass_budget_owed_gpu_hours Owed GPU-hours in the 7-day window.\n"
        "# TYPE hourglass_budget_owed_gpu_hours gauge\n";
   for (const auto& [path, v] : in.owed_gpu_hours)

@@ -3,12 +3,31 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace hg::server {
+
+// Queue waits (submission or requeue to start) of one job class, as a Prometheus histogram:
+// counts per bucket of kQueueWaitBuckets (not cumulative; the last one is +Inf), their sum and
+// count. DESIGN's queue wait, the simulator's wait_s, measured where the server starts jobs.
+inline constexpr double kQueueWaitBuckets[] = {10, 30, 60, 300, 900, 3600, 14400, 43200, 86400};
+struct WaitHistogram {
+  std::vector<int64_t> counts = std::vector<int64_t>(std::size(kQueueWaitBuckets) + 1, 0);
+  double sum = 0;
+  int64_t count = 0;
+  void Observe(double seconds);
+};
+
+// Adds a wait to its class's histogram. Job classes are the users' words: past kMaxWaitClasses of
+// them, further classes count as "other", so a new word per job cannot grow the metric without
+// bound.
+inline constexpr size_t kMaxWaitClasses = 32;
+void ObserveQueueWait(std::map<std::string, WaitHistogram>& by_class, const std::string& job_class,
+                      double seconds);
 
 struct MetricsInput {
   int64_t queue_funded = 0, queue_unfunded = 0;
@@ -25,6 +44,7 @@ struct MetricsInput {
   // max_runtime or drain deadline ended) or "timer" (the waiting timer or max_gap).
   std::map<std::string, int64_t> cycles_by_trigger;
   std::map<std::string, int64_t> preemptions;                       // by reason code
+  std::map<std::string, WaitHistogram> queue_wait;                  // by job class
   std::vector<std::pair<std::string, double>> owed_gpu_hours;       // by budget path
   std::vector<std::pair<std::string, double>> delivered_gpu_hours;  // by budget path
   std::map<std::string, int64_t> nodes;                             // by state

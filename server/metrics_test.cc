@@ -55,5 +55,40 @@ TEST(Metrics, RendersEveryFamilyAndEscapesLabels) {
     EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
 }
 
+// Queue waits as a Prometheus histogram: cumulative buckets ending in +Inf, a sum and a count
+// per class; a wait on a bucket's bound counts in that bucket (le).
+TEST(Metrics, QueueWaitsAreAHistogramPerClass) {
+  MetricsInput in;
+  for (double w : {0.0, 10.0, 11.0, 4000.0, 200000.0}) ObserveQueueWait(in.queue_wait, "debug", w);
+  ObserveQueueWait(in.queue_wait, "batch \"x\"", 30);
+  const std::string t = RenderMetrics(in);
+  for (const char* line :
+       {"# TYPE hourglass_queue_wait_seconds histogram\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"debug\",le=\"10\"} 2\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"debug\",le=\"30\"} 3\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"debug\",le=\"3600\"} 3\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"debug\",le=\"14400\"} 4\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"debug\",le=\"86400\"} 4\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"debug\",le=\"+Inf\"} 5\n",
+        "hourglass_queue_wait_seconds_sum{class=\"debug\"} 204021\n",
+        "hourglass_queue_wait_seconds_count{class=\"debug\"} 5\n",
+        "hourglass_queue_wait_seconds_bucket{class=\"batch \\\"x\\\"\",le=\"30\"} 1\n"})
+    EXPECT_NE(t.find(line), std::string::npos) << line << "\n" << t;
+}
+
+// Past kMaxWaitClasses classes, new ones count as "other"; known ones keep their own.
+TEST(Metrics, QueueWaitClassesAreBounded) {
+  std::map<std::string, WaitHistogram> by_class;
+  for (size_t i = 0; i < kMaxWaitClasses; ++i)
+    ObserveQueueWait(by_class, "c" + std::to_string(i), 1);
+  ObserveQueueWait(by_class, "typo1", 5);
+  ObserveQueueWait(by_class, "typo2", 5);
+  ObserveQueueWait(by_class, "c0", 5);
+  EXPECT_EQ(by_class.size(), kMaxWaitClasses + 1);
+  EXPECT_EQ(by_class.at("other").count, 2);
+  EXPECT_EQ(by_class.at("c0").count, 2);
+  EXPECT_EQ(by_class.count("typo1"), 0u);
+}
+
 }  // namespace
 }  // namespace hg::server

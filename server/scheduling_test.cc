@@ -128,6 +128,12 @@ TEST(Scheduling, FundedPreemptsUnfundedWhichIsRequeuedAsAttempt2) {
   EXPECT_NE(m.find("hourglass_preemptions_total{reason=\"preempt_for_funded\"} 1"),
             std::string::npos)
       << m;
+  // So is each start's queue wait: u's two starts (the second from its requeue) and f's.
+  EXPECT_NE(m.find("hourglass_queue_wait_seconds_count{class=\"batch\"} 3\n"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("hourglass_queue_wait_seconds_bucket{class=\"batch\",le=\"+Inf\"} 3\n"),
+            std::string::npos)
+      << m;
 }
 
 TEST(Scheduling, NonResumableVictimEndsPreemptedAndCancelStopsWithGrace) {

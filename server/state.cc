@@ -158,6 +158,7 @@ Result<void> State::Impl::Load() {
   // The queue and the running jobs.
   for (auto& [id, j] : jobs) {
     if (j.rec.state == "pending") {
+      if (j.rec.attempts == 0) j.waiting_since = Seconds(j.rec.queued_since);
       AddPending(j);
     } else if (j.active()) {
       j.started = Seconds(j.rec.started_at.value_or(now));
@@ -431,6 +432,7 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
     s.Account(now);
     JobRt& j = s.jobs[*id];
     j.rec = std::move(job);
+    j.waiting_since = Seconds(now);
     s.AddPending(j);
     ++s.submissions_total;
   }

@@ -179,6 +179,8 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   });
   if (!ok) return ok;
   RemovePending(j);
+  if (j.waiting_since != kNever) ObserveWait(j.rec.job_class, Seconds(now) - j.waiting_since);
+  j.waiting_since = kNever;
   for (const SliceRt& s : slices)
     for (int g : s.gpu_idx) node_rt[s.node].used[static_cast<size_t>(g)] = 1;
   j.rec = std::move(rec);
@@ -297,7 +299,10 @@ Result<void> State::Impl::EndAttempt(JobRt& j, int64_t now) {
   j.placement.clear();
   j.stopping = false;
   j.stop_kind.clear();
-  if (requeue) AddPending(j);
+  if (requeue) {
+    j.waiting_since = Seconds(now);
+    AddPending(j);
+  }
   counts_dirty = true;
   return {};
 }

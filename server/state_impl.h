@@ -18,6 +18,7 @@
 #include "core/policy.h"
 #include "core/usage_ledger.h"
 #include "server/clock.h"
+#include "server/metrics.h"
 #include "server/state.h"
 #include "server/usage_history.h"
 #include "store/store.h"
@@ -61,6 +62,9 @@ struct JobRt {
   // failed), "" (not stopping).
   std::string stop_kind;
   Seconds estimated_start = kNever;
+  // Pending since (submission or requeue), for the queue-wait metric; kNever when unknown (a job
+  // requeued before a restart: the store keeps its place in the queue, not when it came back).
+  Seconds waiting_since = kNever;
   // The active_at last written to the store by an activity report (rec.active_at may be newer:
   // activity derived from heartbeats is written at most every quarter lease, see NoteCpu).
   std::optional<int64_t> active_stored_at;
@@ -118,6 +122,10 @@ struct State::Impl {
   double cycle_seconds_sum = 0;
   int64_t cycle_count = 0;
   std::map<std::string, int64_t> cycles_by_trigger;  // MetricsInput::cycles_by_trigger
+  std::map<std::string, WaitHistogram> queue_wait;   // MetricsInput::queue_wait
+  void ObserveWait(const std::string& job_class, Seconds waited) {
+    ObserveQueueWait(queue_wait, job_class, static_cast<double>(waited.value()));
+  }
 
   // The loop (State::Tick). A tick runs a cycle when something changed since the last one (the
   // changes sim/engine.cc counts as events: a submission, an end, a node or budget change; not

@@ -308,6 +308,7 @@ std::string State::MetricsText() {
     in.cycle_count = s.cycle_count;
     in.cycles_by_trigger = s.cycles_by_trigger;
     in.preemptions = s.preemptions_total;
+    in.queue_wait = s.queue_wait;
     for (BudgetId b : s.tree.Visible()) {
       if (b == kRootBudget) continue;
       in.owed_gpu_hours.push_back({s.tree.path(b), s.owed->Usage(b) / 3600.0});
