@@ -443,7 +443,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     bool hold = false;
     if (r.spec->funded()) {
       code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation
-             : r.spec->budget == j.budget                          ? ReasonCode::kPreemptOwnQuick
+             : cfg_.quick_stops_own && r.spec->budget == j.budget  ? ReasonCode::kPreemptOwnQuick
                                                                    : ReasonCode::kPreemptFairShare;
       hold = (cfg_.quick_first && IsQuick(*r.spec)) || cfg_.large_job_gpus > 0 ||
              !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
