@@ -1,5 +1,7 @@
 #include "core/housekeeping.h"
 
+#include <algorithm>
+
 namespace hg {
 
 void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::span<uint8_t> stopping,
@@ -53,6 +55,17 @@ void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::spa
       out.nodes.push_back(NodeDecision{n.id, NodeState::kDrained,
                                        Reason{ReasonCode::kNodeDrained, {}, {}, n.id.value(), 0}});
   }
+}
+
+Seconds LeavesDrainBy(const RunningJob& r, const Node& draining, Seconds now) {
+  if (r.stopping) return r.stop_at;
+  Seconds t = now;
+  if (r.spec->funded()) {
+    t = std::max(now, r.contract_until());
+    if (draining.drain_deadline) t = std::min(t, std::max(now, *draining.drain_deadline));
+  }
+  if (r.spec->max_runtime) t = std::min(t, std::max(now, r.started + *r.spec->max_runtime));
+  return t + r.spec->grace;
 }
 
 }  // namespace hg

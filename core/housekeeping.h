@@ -22,4 +22,10 @@ struct HousekeepingOptions {
 void Housekeeping(const Snapshot& snap, const HousekeepingOptions& opt, std::span<uint8_t> stopping,
                   Decisions& out);
 
+// When job r, on node `draining`, has left it at the latest under Housekeeping's rule (give or
+// take a cycle): a job already stopping at its kill time; otherwise unfunded work at once, funded
+// work when its contract ends or the node's deadline passes, any run at its max_runtime; then its
+// grace. What an operator waiting to repair the node asks, and what the simulator records.
+Seconds LeavesDrainBy(const RunningJob& r, const Node& draining, Seconds now);
+
 }  // namespace hg

@@ -214,5 +214,39 @@ TEST(Housekeeping, EmptyDrainingNodesBecomeDrained) {
   EXPECT_TRUE(out.d.stops.empty());
 }
 
+// When each job has left a draining node at the latest, as Housekeeping stops them: the grace
+// is 120 s (JobSpec's default) after the stop.
+TEST(LeavesDrainBy, FollowsTheRuleHousekeepingStopsBy) {
+  World w;
+  const NodeId n = w.AddNode(NodeState::kDraining);
+  const Seconds now = Hours(10);
+  const size_t unfunded = w.Run({{n, Gpus(1)}}, Hours(9), false);
+  const size_t protected_job = w.Run({{n, Gpus(1)}}, Hours(9), true, Hours(4));
+  const size_t past = w.Run({{n, Gpus(1)}}, Hours(1), true, Hours(4));
+  const size_t short_max = w.Run({{n, Gpus(1)}}, Hours(9), true, Hours(4), Hours(2));
+  const size_t leaving = w.Run({{n, Gpus(1)}}, Hours(9), true, Hours(4));
+  w.running[leaving].stopping = true;
+  w.running[leaving].stop_at = now + Seconds(30);
+  const Node& node = w.nodes[0];
+  auto by = [&](size_t i) { return LeavesDrainBy(w.running[i], node, now); };
+  EXPECT_EQ(by(unfunded), now + Seconds(120));
+  EXPECT_EQ(by(protected_job), Hours(13) + Seconds(120));  // its protection ends at 13 h
+  EXPECT_EQ(by(past), now + Seconds(120));
+  EXPECT_EQ(by(short_max), Hours(11) + Seconds(120));  // max_runtime before the protection
+  EXPECT_EQ(by(leaving), now + Seconds(30));
+  // An operator's deadline before the protection ends: the deadline, then the grace.
+  w.nodes[0].drain_deadline = Hours(12);
+  EXPECT_EQ(LeavesDrainBy(w.running[protected_job], w.nodes[0], now), Hours(12) + Seconds(120));
+  // And Housekeeping agrees: at 13 h the protected job is stopped, not before.
+  w.nodes[0].drain_deadline.reset();
+  auto stopped_at = [&](Seconds t) {
+    for (const StopDecision& s : w.Cycle(t).d.stops)
+      if (s.job == w.IdOf(protected_job)) return true;
+    return false;
+  };
+  EXPECT_FALSE(stopped_at(Hours(13) - Seconds(1)));
+  EXPECT_TRUE(stopped_at(Hours(13)));
+}
+
 }  // namespace
 }  // namespace hg

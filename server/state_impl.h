@@ -137,8 +137,6 @@ struct State::Impl {
   std::optional<int64_t> next_timer_ms;    // the waiting timer's next tick, or max_gap's, if sooner
   std::optional<int64_t> last_explain_ms;  // the last cycle that said why each job waits
 
-  // When a running job has left a draining node at the latest under the contract (NodesJson).
-  Seconds GoneFromDrainBy(const JobRt& j, const NodeRt& node, Seconds now) const;
   int64_t NowS() const { return clock.NowMs() / 1000; }
 
   // state.cc

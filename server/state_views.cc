@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/housekeeping.h"
 #include "server/auth.h"
 #include "server/metrics.h"
 #include "server/requests.h"
@@ -224,24 +225,6 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
   return nlohmann::json{{"budgets", out}};
 }
 
-Seconds State::Impl::GoneFromDrainBy(const JobRt& j, const NodeRt& node, Seconds now) const {
-  if (j.stopping) return j.stop_at;
-  // Unfunded and unprotected work is stopped by the next cycle; protected work when its
-  // min_runtime ends (drains honour the contract only, not a session's lease) or the operator's
-  // deadline passes; any run when its max_runtime does. Then its grace.
-  Seconds t = now;
-  if (j.spec.funded()) {
-    RunningJob run;
-    run.spec = &j.spec;
-    run.started = j.started;
-    t = std::max(now, run.contract_until());
-    if (node.rec.drain_deadline_at)
-      t = std::min(t, std::max(now, Seconds(*node.rec.drain_deadline_at)));
-  }
-  if (j.spec.max_runtime) t = std::min(t, std::max(now, j.started + *j.spec.max_runtime));
-  return t + j.spec.grace;
-}
-
 nlohmann::json State::NodesJson() {
   Impl& s = *impl_;
   std::lock_guard lock(s.mu);
@@ -260,7 +243,13 @@ nlohmann::json State::NodesJson() {
     if (rt.rec.state == "draining") {
       Seconds latest = now;
       for (int64_t id : jobs_on[n]) {
-        const Seconds t = s.GoneFromDrainBy(s.jobs.at(id), rt, now);
+        const JobRt& j = s.jobs.at(id);
+        RunningJob run;  // as the cycle sees it
+        run.spec = &j.spec;
+        run.started = j.started;
+        run.stopping = j.stopping;
+        run.stop_at = j.stop_at;
+        const Seconds t = LeavesDrainBy(run, s.nodes[n], now);
         if (waits_for.is_null() || t > latest) waits_for = id;
         latest = std::max(latest, t);
       }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "core/fair_division.h"
+#include "core/housekeeping.h"
 #include "core/timed_cycle.h"
 #include "core/usage_ledger.h"
 #include "sim/report.h"
@@ -360,22 +361,14 @@ void Engine::Compact(std::vector<PendingJob>& v, size_t& holes) {
   holes = 0;
 }
 
-// The job on node n that the contract lets stay longest once the node drains, as the policy's
-// housekeeping stops them: unfunded work at once, funded work when its protection ends or the
-// operator's deadline passes, any run at its max_runtime; then its grace.
+// The job on node n that the contract lets stay longest once the node drains (LeavesDrainBy).
 DrainRecord Engine::DrainHolder(size_t n, DrainRecord d) const {
   const Node& node = nodes_[n];
   for (const RunningJob& r : running_) {
     bool here = false;
     for (const Slice& sl : r.placement) here = here || static_cast<size_t>(sl.node.value()) == n;
     if (!here) continue;
-    Seconds t = now_;
-    if (r.spec->funded()) {
-      t = std::max(now_, r.contract_until());
-      if (node.drain_deadline) t = std::min(t, std::max(now_, *node.drain_deadline));
-    }
-    if (r.spec->max_runtime) t = std::min(t, std::max(now_, r.started + *r.spec->max_runtime));
-    t += r.spec->grace;
+    const Seconds t = LeavesDrainBy(r, node, now_);
     if (d.holder_class.empty() || t > d.holder_bound) {
       d.holder_class = ClassKey(r.spec->job_class);  // "unlabeled" for no class
       d.holder_restarted = r.attempt > 1;
