@@ -128,6 +128,16 @@ TEST(Scheduling, FundedPreemptsUnfundedWhichIsRequeuedAsAttempt2) {
   EXPECT_NE(m.find("hourglass_preemptions_total{reason=\"preempt_for_funded\"} 1"),
             std::string::npos)
       << m;
+  // The funded start is in its budget's waits (GET /v1/usage); u's, unfunded, in none.
+  const json usage = c.h.Get("/v1/usage", c.alice).body["budgets"];
+  bool seen = false;
+  for (const json& b : usage) {
+    if (b["name"] != "team") continue;
+    seen = true;
+    EXPECT_EQ(b["wait_s"]["batch"]["count"], 1) << b.dump();
+    EXPECT_LE(b["wait_s"]["batch"]["p90"].get<int64_t>(), 60) << b.dump();
+  }
+  EXPECT_TRUE(seen) << usage.dump();
   // So is each start's queue wait: u's two starts (the second from its requeue) and f's.
   EXPECT_NE(m.find("hourglass_queue_wait_seconds_count{class=\"batch\"} 3\n"), std::string::npos)
       << m;

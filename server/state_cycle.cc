@@ -179,7 +179,16 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   });
   if (!ok) return ok;
   RemovePending(j);
-  if (j.waiting_since != kNever) ObserveWait(j.rec.job_class, Seconds(now) - j.waiting_since);
+  if (j.waiting_since != kNever) {
+    const int64_t waited = now - j.waiting_since.value();
+    ObserveWait(j.rec.job_class, Seconds(waited));
+    if (!j.rec.budget.empty()) {
+      start_waits.push_back({now, j.rec.budget, j.rec.job_class, waited});
+      while (start_waits.size() > kMaxStartWaits ||
+             start_waits.front().at < now - opt.window.value())
+        start_waits.pop_front();
+    }
+  }
   j.waiting_since = kNever;
   for (const SliceRt& s : slices)
     for (int g : s.gpu_idx) node_rt[s.node].used[static_cast<size_t>(g)] = 1;

@@ -123,6 +123,16 @@ struct State::Impl {
   int64_t cycle_count = 0;
   std::map<std::string, int64_t> cycles_by_trigger;  // MetricsInput::cycles_by_trigger
   std::map<std::string, WaitHistogram> queue_wait;   // MetricsInput::queue_wait
+  // Funded starts of the last window with their queue wait, oldest first, for the budgets' waits
+  // in GET /v1/usage (memory only: since the server started; at most kMaxStartWaits).
+  struct StartWait {
+    int64_t at = 0;
+    std::string budget;  // the job's budget, by name
+    std::string job_class;
+    int64_t wait = 0;
+  };
+  static constexpr size_t kMaxStartWaits = 200000;
+  std::deque<StartWait> start_waits;
   void ObserveWait(const std::string& job_class, Seconds waited) {
     ObserveQueueWait(queue_wait, job_class, static_cast<double>(waited.value()));
   }

@@ -196,9 +196,28 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
     if (!b) return Refuse(404, "budget", "unknown budget '" + budget + "'");
     top = *b;
   }
+  // Queue waits of the window's funded starts, by budget (counted for it and each budget above
+  // it) and class, as the simulator's report gives them.
+  std::map<BudgetId, std::map<std::string, std::vector<int64_t>>> waits;
+  std::map<std::string, std::optional<BudgetId>> found;
+  for (const Impl::StartWait& w : s.start_waits) {
+    if (w.at < now - s.opt.window.value()) continue;
+    auto it = found.find(w.budget);
+    if (it == found.end()) it = found.emplace(w.budget, s.tree.Find(w.budget)).first;
+    if (!it->second) continue;  // a budget removed since
+    for (BudgetId b = *it->second; b != kRootBudget; b = s.tree.parent(b))
+      waits[b][w.job_class].push_back(w.wait);
+  }
   nlohmann::json out = nlohmann::json::array();
   for (BudgetId b : s.tree.Visible()) {
     if (b == kRootBudget || !s.tree.IsAncestorOrSelf(top, b)) continue;
+    nlohmann::json wait = nlohmann::json::object();
+    for (auto& [cls, v] : waits[b]) {
+      std::vector<double> d(v.begin(), v.end());
+      wait[cls] = {{"p50", static_cast<int64_t>(Quantile(d, 0.5))},
+                   {"p90", static_cast<int64_t>(Quantile(d, 0.9))},
+                   {"count", static_cast<int64_t>(v.size())}};
+    }
     // Daily totals from the name-keyed history over the subtree's budgets.
     std::vector<std::string> keys;
     for (BudgetId c : s.tree.Visible())
@@ -220,6 +239,7 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
                    {"name", s.tree.name(b)},
                    {"owed_7d_gpu_hours", s.owed->Usage(b) / 3600.0},
                    {"delivered_7d_gpu_hours", s.delivered->Usage(b) / 3600.0},
+                   {"wait_s", wait},
                    {"daily", days}});
   }
   return nlohmann::json{{"budgets", out}};
