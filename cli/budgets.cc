@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "cli/duration.h"
 #include "cli/json_util.h"
 #include "cli/table.h"
 
@@ -169,6 +170,23 @@ Request BuildUsage(const std::optional<std::string>& budget) {
                  std::nullopt};
 }
 
+namespace {
+
+// "debug 5s/12s, batch 2m/3h5m": each class's p50/p90 queue wait in the window; "-" for none.
+std::string Waits(const Json& b) {
+  if (!b.contains("wait_s") || !b["wait_s"].is_object() || b["wait_s"].empty()) return "-";
+  std::string out;
+  for (const auto& [cls, w] : b["wait_s"].items()) {
+    if (!w.contains("p50") || !w["p50"].is_number() || !w.contains("p90") || !w["p90"].is_number())
+      continue;
+    out += (out.empty() ? "" : ", ") + cls + " " + FormatDuration(w["p50"].get<int64_t>()) + "/" +
+           FormatDuration(w["p90"].get<int64_t>());
+  }
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
 std::string RenderUsage(const Json& reply) {
   if (!reply.contains("budgets") || !reply["budgets"].is_array() || reply["budgets"].empty()) {
     return "no usage\n";
@@ -181,8 +199,9 @@ std::string RenderUsage(const Json& reply) {
   for (size_t d = days; d > 0; --d) {
     header.push_back(d == 1 ? "LAST_24H" : fmt::format("DAY-{}", d - 1));
   }
+  header.push_back("WAIT_P50/P90");
   Table t(header);
-  for (size_t c = 1; c < header.size(); ++c) t.AlignRight(c);
+  for (size_t c = 1; c + 1 < header.size(); ++c) t.AlignRight(c);
   for (const Json& b : reply["budgets"]) {
     const std::string path = Text(b, "path");
     std::vector<std::string> row = {path == "-" ? Text(b, "name") : path,
@@ -194,9 +213,13 @@ std::string RenderUsage(const Json& reply) {
         row.push_back(Hours(d, "delivered_gpu_hours") + "/" + Hours(d, "owed_gpu_hours"));
       }
     }
+    while (row.size() < 4 + days) row.push_back("-");  // a budget with fewer days than others
+    row.push_back(Waits(b));
     t.Add(std::move(row));
   }
-  return t.Render() + "(GPU-hours; daily columns are delivered/owed per 24 hours, oldest first)\n";
+  return t.Render() +
+         "(GPU-hours; daily columns are delivered/owed per 24 hours, oldest first; waits are the "
+         "queue waits of the window's starts by class)\n";
 }
 
 CliResult<void> RunBudgets(Client& c, bool json, std::ostream& out) {

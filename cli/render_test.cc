@@ -325,14 +325,21 @@ TEST(UsageTest, RendersDailyColumns) {
   // The server's shape: 7 days oldest first; three here to keep the sample short.
   const Json reply = Json::parse(R"({"budgets": [
     {"name": "olmo", "path": "ai/olmo", "owed_7d_gpu_hours": 50, "delivered_7d_gpu_hours": 25,
+     "wait_s": {"batch": {"p50": 120, "p90": 11100, "count": 9},
+                "debug": {"p50": 5, "p90": 12, "count": 40}},
      "daily": [{"from": 0, "to": 86400, "delivered_gpu_hours": 10, "owed_gpu_hours": 20},
                {"from": 86400, "to": 172800, "delivered_gpu_hours": 10, "owed_gpu_hours": 20},
                {"from": 172800, "to": 259200, "delivered_gpu_hours": 5.5,
-                "owed_gpu_hours": 10}]}]})");
+                "owed_gpu_hours": 10}]},
+    {"name": "ai", "path": "ai", "owed_7d_gpu_hours": 50, "delivered_7d_gpu_hours": 25,
+     "wait_s": {}, "daily": []}]})");
   EXPECT_EQ(RenderUsage(reply),
-            "BUDGET   OWED_7D  DELIVERED_7D  DELIVERED%  DAY-2  DAY-1  LAST_24H\n"
-            "ai/olmo       50            25         50%  10/20  10/20    5.5/10\n"
-            "(GPU-hours; daily columns are delivered/owed per 24 hours, oldest first)\n");
+            "BUDGET   OWED_7D  DELIVERED_7D  DELIVERED%  DAY-2  DAY-1  LAST_24H  WAIT_P50/P90\n"
+            "ai/olmo       50            25         50%  10/20  10/20    5.5/10  batch 2m/3h5m, "
+            "debug 5s/12s\n"
+            "ai            50            25         50%      -      -         -  -\n"
+            "(GPU-hours; daily columns are delivered/owed per 24 hours, oldest first; waits are "
+            "the queue waits of the window's starts by class)\n");
 }
 
 TEST(NodesTest, RendersStateAndDrain) {
