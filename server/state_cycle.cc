@@ -129,6 +129,25 @@ Result<void> State::Impl::SetNodeState(size_t n, NodeState to, int64_t now) {
   return {};
 }
 
+RunningJob State::Impl::AsRunning(const JobRt& j) const {
+  RunningJob r;
+  r.spec = &j.spec;
+  r.started = j.started;
+  r.placement = j.placement;
+  r.stopping = j.stopping;
+  r.stop_at = j.stop_at;
+  r.stop_for = j.stop_for;
+  r.checkpointed = j.started;
+  // 0 (before any start) when none was reported: the lease counts from the start of the run.
+  r.active_at = Seconds(j.rec.active_at.value_or(0));
+  r.attempt = j.rec.attempts;
+  // Its start reason is kept with the job (the store's reason_code) until it is stopped, so a
+  // job that started on reserved GPUs stays preemptible for the reservation after a restart.
+  r.backfilled = j.rec.reason_code == CodeName(ReasonCode::kStartBackfill);
+  r.took_freed = j.rec.reason_code == CodeName(ReasonCode::kStartAfterPreempt);
+  return r;
+}
+
 Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   auto it = jobs.find(d.job.value());
   if (it == jobs.end() || it->second.rec.state != "pending") return {};
@@ -410,25 +429,7 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
     pu.push_back(PendingJob{&j.spec, Seconds(qs), j.rec.attempts + 1});
   }
   std::vector<RunningJob> run;
-  for (int64_t id : s.running) {
-    const JobRt& j = s.jobs.at(id);
-    RunningJob r;
-    r.spec = &j.spec;
-    r.started = j.started;
-    r.placement = j.placement;
-    r.stopping = j.stopping;
-    r.stop_at = j.stop_at;
-    r.stop_for = j.stop_for;
-    r.checkpointed = j.started;
-    // 0 (before any start) when none was reported: the lease counts from the start of the run.
-    r.active_at = Seconds(j.rec.active_at.value_or(0));
-    r.attempt = j.rec.attempts;
-    // Its start reason is kept with the job (the store's reason_code) until it is stopped, so a
-    // job that started on reserved GPUs stays preemptible for the reservation after a restart.
-    r.backfilled = j.rec.reason_code == CodeName(ReasonCode::kStartBackfill);
-    r.took_freed = j.rec.reason_code == CodeName(ReasonCode::kStartAfterPreempt);
-    run.push_back(std::move(r));
-  }
+  for (int64_t id : s.running) run.push_back(s.AsRunning(s.jobs.at(id)));
   Snapshot snap;
   snap.now = Seconds(now);
   snap.nodes = s.nodes;

@@ -165,6 +165,9 @@ struct State::Impl {
   bool WakeDue(int64_t now) const;
   // One policy cycle at `now` (seconds) and `now_ms`, its decisions applied.
   Result<void> Cycle(int64_t now, int64_t now_ms);
+  // A running or stopping job as the policy sees it (the snapshot's RunningJob); the job and
+  // node views read protection and drain times from it too.
+  RunningJob AsRunning(const JobRt& j) const;
   Result<void> Start(const StartDecision& d, int64_t now);
   Result<void> Stop(JobRt& j, const std::string& kind, const Reason& why, const std::string& words,
                     JobId for_job, int64_t now);

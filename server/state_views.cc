@@ -31,12 +31,9 @@ nlohmann::json State::Impl::JobView(const JobRt& j) const {
   if (r.state == "pending" && j.estimated_start != kNever) eta = j.estimated_start.value();
   nlohmann::json prot = nullptr;
   if (j.active() && !r.budget.empty() && r.started_at) {
-    // What the policy honours (core's RunningJob rules, built as State::Impl::Cycle builds it): the
-    // contract, extended by a session's lease unless the site turned leases off.
-    RunningJob run;
-    run.spec = &j.spec;
-    run.started = j.started;
-    run.active_at = Seconds(r.active_at.value_or(0));
+    // What the policy honours: the contract, extended by a session's lease unless the site turned
+    // leases off.
+    const RunningJob run = AsRunning(j);
     prot = (opt.config.leases ? run.protected_until() : run.contract_until()).value();
   }
   // The fields as submitted, then what the server knows of the job.
@@ -263,13 +260,7 @@ nlohmann::json State::NodesJson() {
     if (rt.rec.state == "draining") {
       Seconds latest = now;
       for (int64_t id : jobs_on[n]) {
-        const JobRt& j = s.jobs.at(id);
-        RunningJob run;  // as the cycle sees it
-        run.spec = &j.spec;
-        run.started = j.started;
-        run.stopping = j.stopping;
-        run.stop_at = j.stop_at;
-        const Seconds t = LeavesDrainBy(run, s.nodes[n], now);
+        const Seconds t = LeavesDrainBy(s.AsRunning(s.jobs.at(id)), s.nodes[n], now);
         if (waits_for.is_null() || t > latest) waits_for = id;
         latest = std::max(latest, t);
       }
