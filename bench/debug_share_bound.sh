@@ -22,20 +22,16 @@ for k in "${LOADS[@]}"; do
     --policies hourglass --quiet --end-days 0.01 --write-scenario "$tmp/$k" >/dev/null 2>"$tmp/err" ||
     { cat "$tmp/err" >&2; exit 1; }
   python3 - "$tmp/$k" "$k" <<'PY'
-import collections, csv, heapq, re, sys
+import collections, csv, heapq, sys, tomllib
 sys.path.insert(0, "bench")
 from study_rows import wait
 d, load = sys.argv[1], sys.argv[2]
 gpus = sum(int(r["gpus"]) for r in csv.DictReader(l for l in open(f"{d}/cluster.csv")
                                                  if not l.startswith("#")))
-share, parent, name = {}, {}, None
-for line in open(f"{d}/budgets.toml"):
-    if m := re.match(r'name = "(.*)"', line):
-        name = m.group(1)
-    elif m := re.match(r"share = (.*)", line):
-        share[name] = float(m.group(1))
-    elif m := re.match(r'parent = "(.*)"', line):
-        parent[name] = m.group(1)
+with open(f"{d}/budgets.toml", "rb") as f:
+    budgets = tomllib.load(f)["budget"]  # docs/formats.md: one [[budget]] table per budget
+share = {b["name"]: b.get("share", 1.0) for b in budgets}
+parent = {b["name"]: b["parent"] for b in budgets if "parent" in b}
 programs = [b for b in share if b not in parent]
 projects = [b for b in share if parent.get(b) in programs]
 of_all = {}

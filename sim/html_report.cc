@@ -192,6 +192,8 @@ struct BudgetBars {
   int level = 0;
   std::vector<std::string> paths;
   std::vector<std::vector<double>> owed, delivered;  // [policy][budget]
+  // Queue waits by class of each budget's jobs (WaitsByBudget), for the per-budget tables.
+  std::vector<std::vector<std::map<std::string, WaitStats>>> waits;  // [policy][budget]
 };
 
 struct Series {
@@ -233,16 +235,21 @@ BudgetBars MakeBudgetBars(const std::vector<SimResult>& runs) {
   b.level = !level2.empty() && level2.size() <= kMaxBarBudgets ? 2 : 1;
   b.paths = b.level == 2 ? level2 : level1;
   for (const SimResult& r : runs) {
-    std::map<std::string, const BudgetTotals*> by_path;
-    for (const BudgetTotals& t : r.budgets) by_path[t.path] = &t;
+    std::map<std::string, size_t> by_path;
+    for (size_t i = 0; i < r.budgets.size(); ++i) by_path[r.budgets[i].path] = i;
+    std::vector<std::map<std::string, WaitStats>> run_waits = WaitsByBudget(r);
     std::vector<double> owed, delivered;
+    std::vector<std::map<std::string, WaitStats>> waits;
     for (const std::string& p : b.paths) {
       auto it = by_path.find(p);
-      owed.push_back(it == by_path.end() ? 0.0 : it->second->owed_gpu_hours);
-      delivered.push_back(it == by_path.end() ? 0.0 : it->second->delivered_gpu_hours);
+      const BudgetTotals* t = it == by_path.end() ? nullptr : &r.budgets[it->second];
+      owed.push_back(t ? t->owed_gpu_hours : 0.0);
+      delivered.push_back(t ? t->delivered_gpu_hours : 0.0);
+      waits.push_back(t ? std::move(run_waits[it->second]) : std::map<std::string, WaitStats>{});
     }
     b.owed.push_back(std::move(owed));
     b.delivered.push_back(std::move(delivered));
+    b.waits.push_back(std::move(waits));
   }
   return b;
 }
@@ -728,10 +735,8 @@ std::string RenderCompareJson(const Comparison& c) { return CompareJson(c).dump(
 // One table per class: the budgets of the owed/delivered chart (projects, or programs when there
 // are many) by policy, each cell the p50 / p90 wait of that budget's starts of that class. A lead
 // sees whose users wait under each policy, where the measures above say only that someone does.
-std::string BudgetWaitsHtml(const ChartData& d, const std::vector<SimResult>& runs) {
+std::string BudgetWaitsHtml(const ChartData& d) {
   using svg::Escape;
-  std::vector<Measures> ms;
-  for (const SimResult& r : runs) ms.push_back(Compute(r));
   std::string h;
   for (const std::string& cls : d.classes) {
     h += fmt::format(
@@ -742,17 +747,15 @@ std::string BudgetWaitsHtml(const ChartData& d, const std::vector<SimResult>& ru
       h += fmt::format("<th><span class=\"swatch\" style=\"background:{}\"></span>{}</th>",
                        svg::Colour(i), Escape(d.policies[i]));
     h += "</tr>\n";
-    for (const std::string& path : d.budgets.paths) {
-      h += fmt::format("<tr><td>{}</td>", Escape(path));
-      for (const Measures& m : ms) {
+    for (size_t bi = 0; bi < d.budgets.paths.size(); ++bi) {
+      h += fmt::format("<tr><td>{}</td>", Escape(d.budgets.paths[bi]));
+      for (const auto& policy_waits : d.budgets.waits) {
+        const auto& by_class = policy_waits[bi];
+        const auto w = by_class.find(cls);
         std::string cell = "-";
-        for (const BudgetMeasure& b : m.budgets) {
-          if (b.path != path) continue;
-          const auto w = b.wait_by_class.find(cls);
-          if (w != b.wait_by_class.end() && w->second.p50 && w->second.p90)
-            cell = Duration(*w->second.p50) + " / " + Duration(*w->second.p90) + " (" +
-                   std::to_string(w->second.count) + ")";
-        }
+        if (w != by_class.end() && w->second.p50 && w->second.p90)
+          cell = Duration(*w->second.p50) + " / " + Duration(*w->second.p90) + " (" +
+                 std::to_string(w->second.count) + ")";
         h += fmt::format("<td>{}</td>", Escape(cell));
       }
       h += "</tr>\n";
@@ -810,7 +813,7 @@ std::string RenderCompareHtml(const Comparison& c) {
   if (!d.classes.empty() && !d.budgets.paths.empty()) {
     h += "<h2>Queue waits per budget</h2>\n<p>p50 / p90 wait of each budget's starts (and their "
          "count), by class and policy: whose users wait.</p>\n";
-    h += BudgetWaitsHtml(d, c.runs);
+    h += BudgetWaitsHtml(d);
   }
   h += "<h2>Render check</h2>\n<pre id=\"render-check\">not run (scripts disabled?)</pre>\n";
   std::string ids = "[";

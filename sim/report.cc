@@ -92,6 +92,34 @@ std::string ClassKey(const std::string& job_class) {
   return job_class;
 }
 
+std::vector<std::map<std::string, WaitStats>> WaitsByBudget(const SimResult& r) {
+  struct Samples {
+    std::vector<int64_t> waits;
+    int64_t never_started = 0;
+  };
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < r.budgets.size(); ++i) index.emplace(r.budgets[i].path, i);
+  std::vector<std::map<std::string, Samples>> samples(r.budgets.size());
+  for (const JobRecord& j : r.jobs) {
+    if (j.budget.empty()) continue;
+    const std::string cls = ClassKey(j.job_class);
+    const bool started = j.attempts > 0 || !j.waits.empty();
+    // "a/b/c" counts for "a/b/c", "a/b" and "a".
+    for (size_t end = 0; end != std::string::npos;) {
+      end = j.budget.find('/', end + 1);
+      const auto it = index.find(j.budget.substr(0, end));
+      if (it == index.end()) continue;
+      Samples& s = samples[it->second][cls];
+      for (Seconds w : j.waits) s.waits.push_back(w.value());
+      if (!started) ++s.never_started;
+    }
+  }
+  std::vector<std::map<std::string, WaitStats>> out(r.budgets.size());
+  for (size_t i = 0; i < out.size(); ++i)
+    for (auto& [cls, s] : samples[i]) out[i][cls] = Summarise(std::move(s.waits), s.never_started);
+  return out;
+}
+
 Measures Compute(const SimResult& r) {
   Measures m;
   m.policy = r.policy;
@@ -188,7 +216,9 @@ Measures Compute(const SimResult& r) {
   // Entitlement: capped per budget so one budget's surplus cannot mask another's shortfall.
   double leaf_capped = 0, leaf_owed = 0;
   std::map<int, std::pair<double, double>> level;  // depth -> (capped delivered, owed)
-  for (const BudgetTotals& b : r.budgets) {
+  std::vector<std::map<std::string, WaitStats>> budget_waits = WaitsByBudget(r);
+  for (size_t i = 0; i < r.budgets.size(); ++i) {
+    const BudgetTotals& b = r.budgets[i];
     const double capped = std::min(b.delivered_gpu_hours, b.owed_gpu_hours);
     if (b.leaf) {
       leaf_capped += capped;
@@ -198,35 +228,10 @@ Measures Compute(const SimResult& r) {
     auto& [lc, lo] = level[b.depth];
     lc += capped;
     lo += b.owed_gpu_hours;
-    m.budgets.push_back(BudgetMeasure{b.path,
-                                      b.depth,
-                                      b.leaf,
-                                      b.owed_gpu_hours,
-                                      b.delivered_gpu_hours,
-                                      Ratio(b.delivered_gpu_hours, b.owed_gpu_hours),
-                                      {}});
+    m.budgets.push_back(
+        BudgetMeasure{b.path, b.depth, b.leaf, b.owed_gpu_hours, b.delivered_gpu_hours,
+                      Ratio(b.delivered_gpu_hours, b.owed_gpu_hours), std::move(budget_waits[i])});
   }
-  // Each job's waits count for its budget and every budget above it ("a/b/c" counts for "a/b"
-  // and "a").
-  std::map<std::string, size_t> budget_index;
-  for (size_t i = 0; i < m.budgets.size(); ++i) budget_index.emplace(m.budgets[i].path, i);
-  std::vector<std::map<std::string, Samples>> budget_waits(m.budgets.size());
-  for (const JobRecord& j : r.jobs) {
-    if (j.budget.empty()) continue;
-    const std::string cls = ClassKey(j.job_class);
-    const bool started = j.attempts > 0 || !j.waits.empty();
-    for (size_t end = 0; end != std::string::npos;) {
-      end = j.budget.find('/', end + 1);
-      const auto it = budget_index.find(j.budget.substr(0, end));
-      if (it == budget_index.end()) continue;
-      Samples& s = budget_waits[it->second][cls];
-      for (Seconds w : j.waits) s.waits.push_back(w.value());
-      if (!started) ++s.never_started;
-    }
-  }
-  for (size_t i = 0; i < m.budgets.size(); ++i)
-    for (auto& [cls, s] : budget_waits[i])
-      m.budgets[i].wait_by_class[cls] = Summarise(std::move(s.waits), s.never_started);
   m.entitlement_delivered = Ratio(leaf_capped, leaf_owed);
   m.owed_gpu_hours = leaf_owed;
   m.undelivered = r.undelivered;

@@ -152,6 +152,10 @@ std::string ClassKey(const std::string& job_class);
 
 Measures Compute(const SimResult& r);
 
+// Queue waits by class of the jobs charged to each budget of r.budgets or below it, indexed like
+// r.budgets (BudgetMeasure::wait_by_class; the comparison's per-budget tables).
+std::vector<std::map<std::string, WaitStats>> WaitsByBudget(const SimResult& r);
+
 // Policies side by side, one column per run, in the order given.
 std::string RenderTable(const std::vector<SimResult>& runs);
 
