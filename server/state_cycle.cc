@@ -200,7 +200,7 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
   RemovePending(j);
   if (j.waiting_since != kNever) {
     const int64_t waited = now - j.waiting_since.value();
-    ObserveWait(j.rec.job_class, Seconds(waited));
+    ObserveQueueWait(queue_wait, j.rec.job_class, static_cast<double>(waited));
     if (!j.rec.budget.empty()) {
       start_waits.push_back({now, j.rec.budget, j.rec.job_class, waited});
       while (start_waits.size() > kMaxStartWaits ||

@@ -133,9 +133,6 @@ struct State::Impl {
   };
   static constexpr size_t kMaxStartWaits = 200000;
   std::deque<StartWait> start_waits;
-  void ObserveWait(const std::string& job_class, Seconds waited) {
-    ObserveQueueWait(queue_wait, job_class, static_cast<double>(waited.value()));
-  }
 
   // The loop (State::Tick). A tick runs a cycle when something changed since the last one (the
   // changes sim/engine.cc counts as events: a submission, an end, a node or budget change; not
