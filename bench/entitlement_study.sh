@@ -15,6 +15,10 @@
 #   no node faults health failures, lost nodes, drains and repairs left out (share changes kept)
 #   one node      the cluster as one node with all its GPUs and no gpus_per_node: no
 #                 fragmentation at all (node events left out, they name nodes)
+#   ends known    every funded job without a max_runtime given one (as a Slurm site asks of every
+#                 job): its duration rounded up to the hour, at least its min_runtime, so
+#                 reservations can count on when protected work ends
+#   ends 2x       the same from an estimate twice the duration, as users overestimate
 # Then the relaxations together, to bound what the policy could deliver without them:
 #   no contract, all resumable           both of the first two
 #   no contract, all resumable, one node all three: neither the contract, lost runs nor
@@ -56,6 +60,27 @@ variant "$tmp/all_resumable.csv" resumable=true
 variant "$tmp/any_shape.csv" gpus_per_node=0
 variant "$tmp/relaxed.csv" min_runtime=0 resumable=true
 variant "$tmp/relaxed_any_shape.csv" min_runtime=0 resumable=true gpus_per_node=0
+# Copies where each funded job without a max_runtime gets one from its duration times a factor.
+with_ends() {  # out factor
+  python3 - "$tmp/s/workload.csv" "$@" <<'PY'
+import math, sys
+src, out, factor = sys.argv[1], sys.argv[2], float(sys.argv[3])
+lines = open(src).read().splitlines()
+head = next(i for i, l in enumerate(lines) if not l.startswith("#"))
+col = {c: i for i, c in enumerate(lines[head].split(","))}
+with open(out, "w") as f:
+    for i, l in enumerate(lines):
+        if i > head:
+            cells = l.split(",")
+            if cells[col["max_runtime"]] == "" and cells[col["budget"]] != "":
+                hours = math.ceil(int(cells[col["duration"]]) * factor / 3600)
+                cells[col["max_runtime"]] = str(max(int(cells[col["min_runtime"]]), hours * 3600))
+            l = ",".join(cells)
+        f.write(l + "\n")
+PY
+}
+with_ends "$tmp/ends_known.csv" 1
+with_ends "$tmp/ends_2x.csv" 2
 # Timed events without some kinds (by the kind column), and the cluster as one node.
 events_without() {  # pattern out
   awk -F, -v drop="$1" '/^#/ || $2 == "kind" || $2 !~ drop' "$tmp/s/events.csv" >"$2"
@@ -76,6 +101,8 @@ for v in "as generated:$S/cluster.csv:$S/workload.csv:$S/events.csv" \
   "no share moves:$S/cluster.csv:$S/workload.csv:$tmp/no_share.csv" \
   "no node faults:$S/cluster.csv:$S/workload.csv:$tmp/no_faults.csv" \
   "one node:$tmp/one_node.csv:$tmp/any_shape.csv:$tmp/one_node_events.csv" \
+  "ends known:$S/cluster.csv:$tmp/ends_known.csv:$S/events.csv" \
+  "ends 2x:$S/cluster.csv:$tmp/ends_2x.csv:$S/events.csv" \
   "no contract, all resumable:$S/cluster.csv:$tmp/relaxed.csv:$S/events.csv" \
   "no contract, all resumable, one node:$tmp/one_node.csv:$tmp/relaxed_any_shape.csv:$tmp/one_node_events.csv"; do
   IFS=: read -r name cluster workload events <<<"$v"
