@@ -118,7 +118,7 @@ int RunAgent(const AgentArgs& a) {
 
 void AddAgentCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<AgentArgs>();
-  auto* cmd = app.add_subcommand("agent", "Run the node agent: start and stop jobs on this node");
+  auto* cmd = app.add_subcommand("agent", "run the node agent: start and stop jobs on this node");
   cmd->add_option("--server", args->server, "Server URL, e.g. http://10.0.0.1:8080")->required();
   cmd->add_option("--token-file", args->token_file,
                   "File holding the agent token (else HOURGLASS_TOKEN)");

@@ -211,7 +211,7 @@ int RunSim(const SimArgs& a) {
 
 void AddSimCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<SimArgs>();
-  CLI::App* sim = app.add_subcommand("sim", "Simulate a workload under one or more policies");
+  CLI::App* sim = app.add_subcommand("sim", "simulate a workload under one or more policies");
   sim->add_option("--scenario", args->scenario, "Built-in scenario: lab-month");
   sim->add_option("--seed", args->seed,
                   "Seed of the built-in scenario, or of --philly's researcher assignment");

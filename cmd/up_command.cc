@@ -278,7 +278,7 @@ int Up(const UpArgs& a) {
 
 void AddUpCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<UpArgs>();
-  auto* up = app.add_subcommand("up", "Run a server and one local agent: the embedded default");
+  auto* up = app.add_subcommand("up", "run a server and one local agent: the embedded default");
   up->add_option("--data", args->data, "Folder for the SQLite store, logs and tokens")->required();
   up->add_option("--gpus", args->gpus, "Virtual GPUs of the local agent")
       ->check(CLI::Range(1, 1024));

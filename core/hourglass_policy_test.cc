@@ -184,6 +184,39 @@ TEST(HourglassPolicy, WithLargeJobHoldsAFairShareStopHoldsTheFreedGpusForItsPree
   EXPECT_TRUE(d.stops[0].hold_for);
 }
 
+// So with reservations that preempt (contract case (c) for large jobs), for a victim that got its
+// GPUs by such a stop and is large enough that its own reservation preempts: the preemptor's
+// budget's earlier gang could take the freed GPUs first, and the victim's reservation take them
+// back once that gang's protection ended, round after round (soak round 796: 838 rounds). Other
+// victims' stops are held no more than by default
+// (FundedJobPastProtectionIsPreemptedForABudget...).
+TEST(HourglassPolicy, WithReservationsThatPreemptAStopOfAGangThatTookItsGpusSoHoldsThem) {
+  struct Case {
+    int32_t threshold;
+    bool took_freed;
+    bool held;
+  };
+  for (const Case c : {Case{8, true, true}, Case{9, true, false}, Case{8, false, false}}) {
+    SCOPED_TRACE(::testing::Message() << c.threshold << " " << c.took_freed);
+    const Seconds now = Days(2);
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    w.History("a", Days(2), 0.0, 4.0);
+    w.History("b", Days(2), 8.0, 4.0);
+    const JobSpec& victim = w.NewJob(8, "b", Hours(1));
+    w.Run(victim, now - Hours(2), {{n0, Gpus(8)}}).took_freed = c.took_freed;
+    const JobSpec& small = w.NewJob(1, "a", Hours(1));  // under either threshold: fair share
+    w.Pend(small, now - Minutes(10));
+    PolicyConfig cfg;
+    cfg.reservation_preempts_gpus = c.threshold;
+    const Decisions d = w.Cycle(now, true, cfg);
+    ASSERT_EQ(d.stops.size(), 1u);
+    EXPECT_EQ(d.stops[0].job, victim.id);
+    EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptFairShare);
+    EXPECT_EQ(d.stops[0].hold_for, c.held);
+  }
+}
+
 // An 8-GPU interactive session of `budget` with a 30-minute lease and a 12 h max_runtime.
 JobSpec& Session(World& w, std::string_view budget, Seconds min_runtime) {
   JobSpec& v = w.NewJob(8, budget, min_runtime, "interactive");

@@ -1573,6 +1573,8 @@ TEST(PropertiesRegression, PreemptorBarredFromReservedGpusSpinsAtOneInstant) {
 // the generator's, as the property tests draw it in that round.
 void CheckSoakScenario(uint64_t base, uint64_t round, int index, bool p5, std::string_view policy,
                        Seconds max_gap = Seconds(0)) {
+  // The loop the round ran it with (odd scenarios every tick), whatever test ran before.
+  SCOPED_TRACE(Trace(p5 ? "P5" : "contract", index));
   const Rng root(SoakSeed(base, round));
   Rng rng = root.Fork(static_cast<uint64_t>(index));
   MixKnobs k;
@@ -1637,6 +1639,16 @@ TEST(PropertiesRegression, QuickFirstStopsDoNotPingPongWithFairShare) {
 TEST(PropertiesRegression, UnderQuickFirstTheHeldGpusGoToTheirJobWhateverTheHeadroom) {
   CheckSoakScenario(0x50430007, 153, 63, false, "hourglass-quick-first");
   CheckSoakScenario(0x50350006, 144, 50, true, "hourglass-quick-first");
+}
+
+// Soak round 796 (contract scenario 173, every tick), reservation_preempts_gpus: a 1-GPU job of l1
+// stopped l0's 16-GPU gang for fair share; l1's own 16-GPU gang, earlier in l1's queue, took the
+// freed GPUs, and once its 300 s protection ended the stopped gang's reservation took them back
+// (contract case (c)), so the 1-GPU job stopped it again: 838 rounds, the 1-GPU job never
+// started. With reservations that preempt on, a fair-share stop now holds the GPUs for its
+// preemptor.
+TEST(PropertiesRegression, WithReservationsThatPreemptAFairShareStopHoldsTheGpus) {
+  CheckSoakScenario(0x50430007, 796, 173, false, "hourglass-reserve-preempts");
 }
 
 }  // namespace
