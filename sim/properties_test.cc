@@ -1573,7 +1573,7 @@ TEST(PropertiesRegression, PreemptorBarredFromReservedGpusSpinsAtOneInstant) {
 // the generator's, as the property tests draw it in that round.
 void CheckSoakScenario(uint64_t base, uint64_t round, int index, bool p5, std::string_view policy,
                        Seconds max_gap = Seconds(0)) {
-  // The loop the round ran it with (odd scenarios every tick), whatever test ran before.
+  // The loop the round ran it with: odd scenarios every tick, as Trace sets it in the properties.
   SCOPED_TRACE(Trace(p5 ? "P5" : "contract", index));
   const Rng root(SoakSeed(base, round));
   Rng rng = root.Fork(static_cast<uint64_t>(index));
