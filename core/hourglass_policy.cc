@@ -443,8 +443,8 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     // (reservation_preempts_gpus): this job's budget's earlier gang may take the GPUs first, and
     // the victim's reservation take them back once that gang's protection ends (soak round 796,
     // every tick: a 1-GPU job stopped a 16-GPU gang 838 times and never started). Such GPUs are
-    // held for this job (StopDecision::hold_for). Not every stop's with that option on: that cost
-    // 1.5 points of entitlement on lab-month at 257 GPUs (seeds 1-3).
+    // held for this job (StopDecision::hold_for). Holding the GPUs of every fair-share stop with
+    // that option on cost it 1.5 points of entitlement on lab-month at 257 GPUs (seeds 1-3).
     bool hold = false;
     if (r.spec->funded()) {
       code = holder && (r.backfilled || YieldsToReservation(j, r)) ? ReasonCode::kPreemptReservation

@@ -1645,9 +1645,9 @@ TEST(PropertiesRegression, UnderQuickFirstTheHeldGpusGoToTheirJobWhateverTheHead
 // stopped l0's 16-GPU gang for fair share; l1's own 16-GPU gang, earlier in l1's queue, took the
 // freed GPUs, and once its 300 s protection ended the stopped gang's reservation took them back
 // (contract case (c)), so the 1-GPU job stopped it again: 838 rounds, the 1-GPU job never
-// started. With reservations that preempt on, a fair-share stop now holds the GPUs for its
-// preemptor.
-TEST(PropertiesRegression, WithReservationsThatPreemptAFairShareStopHoldsTheGpus) {
+// started. Now a fair-share stop of a gang that got its GPUs by a due reservation's stop, and is
+// as large as the option's threshold, holds the freed GPUs for its preemptor.
+TEST(PropertiesRegression, WithReservationsThatPreemptAStopOfAGangThatTookItsGpusHoldsThem) {
   CheckSoakScenario(0x50430007, 796, 173, false, "hourglass-reserve-preempts");
 }
 
