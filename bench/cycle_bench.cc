@@ -64,6 +64,7 @@ struct World {
     s.owed = owed.get();
     s.pending_funded = pending_funded;
     s.pending_unfunded = pending_unfunded;
+    s.unfunded_above_tier0 = 0;  // unfunded jobs are all tier 0 here, as the simulator counts
     s.running = running;
     s.explain = explain;
     return s;

@@ -124,6 +124,11 @@ struct Snapshot {
   // lets a policy stop early on a long queue instead of sorting it every cycle.
   std::span<const PendingJob> pending_funded;
   std::span<const PendingJob> pending_unfunded;
+  // How many live entries of pending_unfunded have a JobSpec::tier above 0, or -1 if the driver
+  // does not count them. The `priority` baseline serves tiers 2 and 1 before tier 0; told that no
+  // unfunded job is above tier 0 (as in every built-in workload, whose sweeps are tier 0), it
+  // skips a pass over the unfunded queue, tens of thousands of sweeps, in every cycle.
+  int64_t unfunded_above_tier0 = -1;
   std::span<const RunningJob> running;
   bool explain = false;  // fill Decisions::pending with a note per pending job
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <span>
 
 #include "core/cluster_state.h"
 #include "core/housekeeping.h"
@@ -28,7 +29,12 @@ Decisions PriorityPolicy::Cycle(const Snapshot& snap) const {
   // its first job ends the cycle, and copying it into a bucket was most of the cycle's time.
   std::vector<const PendingJob*> upper[2];  // tier 2, tier 1
   {
-    MergedQueue merged(snap.pending_funded, snap.pending_unfunded);
+    // Unfunded jobs above tier 0 are rare (none in the built-in workloads): when the driver says
+    // there are none, only the funded queue is searched for the upper tiers. On lab-month this
+    // pass over tens of thousands of sweeps was two thirds of the baseline's time.
+    const std::span<const PendingJob> unfunded_upper =
+        snap.unfunded_above_tier0 == 0 ? std::span<const PendingJob>() : snap.pending_unfunded;
+    MergedQueue merged(snap.pending_funded, unfunded_upper);
     while (const PendingJob* next = merged.Next())
       if (const int t = std::clamp(next->spec->tier, 0, 2); t > 0) upper[2 - t].push_back(next);
   }

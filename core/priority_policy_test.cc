@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "core/policy_test_world.h"
@@ -22,9 +23,12 @@ class World : public policytest::PolicyWorld {
     s.min_runtime = Hours(1);
     return AddJob(std::move(s));
   }
-  Decisions Cycle(Seconds now) {
+  // unfunded_above_tier0: Snapshot's count, -1 as a driver that does not keep it.
+  Decisions Cycle(Seconds now, int64_t unfunded_above_tier0 = -1) {
     SortQueues();
-    return PriorityPolicy(PolicyConfig{}).Cycle(Snap(now, true));
+    Snapshot snap = Snap(now, true);
+    snap.unfunded_above_tier0 = unfunded_above_tier0;
+    return PriorityPolicy(PolicyConfig{}).Cycle(snap);
   }
 };
 
@@ -94,6 +98,20 @@ TEST(PriorityPolicy, HigherTiersFirstThenFirstComeFirstServedAcrossFundedAndUnfu
   ASSERT_EQ(d.starts.size(), 2u);
   EXPECT_EQ(d.starts[0].job, late_high.id);
   EXPECT_EQ(d.starts[1].job, mid_unfunded.id);  // queued before early_low
+}
+
+TEST(PriorityPolicy, AnUnfundedJobOfAnUpperTierGoesBeforeLowerTiersWhetherCountedOrNot) {
+  for (const int64_t count : {int64_t{-1}, int64_t{1}}) {
+    World w;
+    w.AddNode();
+    const JobSpec& early_funded = w.NewJob(8, 1);
+    const JobSpec& late_unfunded_high = w.NewJob(8, 2, false);
+    w.Pend(early_funded, Seconds(1));
+    w.Pend(late_unfunded_high, Seconds(9));
+    const Decisions d = w.Cycle(Seconds(10), count);
+    ASSERT_EQ(d.starts.size(), 1u) << count;
+    EXPECT_EQ(d.starts[0].job, late_unfunded_high.id) << count;
+  }
 }
 
 TEST(PriorityPolicy, SickNodesAreClearedAtOnce) {

@@ -420,6 +420,7 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   s.last_cycle_s = now;
   s.Account(now);
   std::vector<PendingJob> pf, pu;
+  int64_t unfunded_above_tier0 = 0;
   for (const auto& [qs, id] : s.pending_funded) {
     const JobRt& j = s.jobs.at(id);
     pf.push_back(PendingJob{&j.spec, Seconds(qs), j.rec.attempts + 1, j.freed_for});
@@ -427,6 +428,7 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   for (const auto& [qs, id] : s.pending_unfunded) {
     const JobRt& j = s.jobs.at(id);
     pu.push_back(PendingJob{&j.spec, Seconds(qs), j.rec.attempts + 1});
+    if (j.spec.tier > 0) ++unfunded_above_tier0;
   }
   std::vector<RunningJob> run;
   for (int64_t id : s.running) run.push_back(s.AsRunning(s.jobs.at(id)));
@@ -438,6 +440,7 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   snap.owed = s.owed.get();
   snap.pending_funded = pf;
   snap.pending_unfunded = pu;
+  snap.unfunded_above_tier0 = unfunded_above_tier0;
   snap.running = run;
   // Explanations cost a pass over the whole queue: every cycle while it is short, and once it is
   // long, on a cycle at least explain_every_ms after the last that explained (StateOptions).

@@ -189,6 +189,7 @@ class Engine {
   std::vector<PendingJob> pending_funded_, pending_unfunded_;
   std::vector<int32_t> freed_for_;  // jobs whose PendingJob::freed_for is set
   size_t holes_funded_ = 0, holes_unfunded_ = 0;
+  int64_t unfunded_above_tier0_ = 0;  // Snapshot::unfunded_above_tier0
   std::vector<RunningJob> running_;
   // The tree's leaves in id order: Account visits them at every event.
   std::vector<size_t> leaves_;
@@ -293,6 +294,7 @@ void Engine::AddPending(int32_t j) {
   const JobRt& rt = jobs_[static_cast<size_t>(j)];
   PendingJob p{&s, rt.queued_since, rt.attempts + 1};
   if (s.funded()) wait_split_.Add(s.gpus, s.gpus_per_node, s.job_class);
+  if (!s.funded() && s.tier > 0) ++unfunded_above_tier0_;
   // Requeued jobs keep their place (their latest submission time), so a middle insert
   // happens. Holes keep their queued_since, so the search by time stays valid without
   // compacting tens of thousands of entries for every requeue; among equal times, the job goes
@@ -330,6 +332,7 @@ void Engine::RemovePending(int32_t j) {
   p->spec = nullptr;
   p->freed_for = false;
   if (s.funded()) wait_split_.Remove(s.gpus, s.gpus_per_node, s.job_class);
+  if (!s.funded() && s.tier > 0) --unfunded_above_tier0_;
   ++holes;
   // Every policy cycle passes over the holes (the unfunded pass of thousands of them at the
   // queue's head, where starts leave them), and cycles are far more frequent than removals: a
@@ -708,6 +711,7 @@ void Engine::RunCycle() {
   snap.owed = &owed_;
   snap.pending_funded = pending_funded_;
   snap.pending_unfunded = pending_unfunded_;
+  snap.unfunded_above_tier0 = unfunded_above_tier0_;
   snap.running = running_;
   snap.explain = opt_.explain;
   Decisions d = policy_.Cycle(snap);

@@ -419,9 +419,16 @@ class OrderCheckingPolicy : public Policy {
   Decisions Cycle(const Snapshot& snap) const override {
     Check(snap.pending_funded);
     Check(snap.pending_unfunded);
+    int64_t above = 0;
+    for (const PendingJob& p : snap.pending_unfunded)
+      if (p.spec && p.spec->tier > 0) ++above;
+    if (snap.unfunded_above_tier0 != above) ++miscounted;
+    most_above_tier0 = std::max(most_above_tier0, above);
     return inner_->Cycle(snap);
   }
   mutable int64_t out_of_order = 0;
+  mutable int64_t miscounted = 0;  // cycles whose Snapshot::unfunded_above_tier0 was wrong
+  mutable int64_t most_above_tier0 = 0;
   // Cycles in which a requeued job sat before a later submission with a hole in the same list.
   mutable int64_t requeued_among_holes = 0;
 
@@ -457,6 +464,73 @@ TEST(Engine, RequeuedJobsKeepTheirPlaceAmongHolesInThePendingLists) {
     ASSERT_TRUE(r.has_value()) << r.error().ToString();
     EXPECT_EQ(policy.out_of_order, 0) << name;
     EXPECT_GT(policy.requeued_among_holes, 1000) << name;
+    EXPECT_EQ(policy.miscounted, 0) << name;
+  }
+}
+
+// Lab-month's sweeps are tier 0; here every third one is tier 2, as a workload file may say.
+Scenario LabMonthWithUpperTierSweeps() {
+  Scenario sc = MakeLabMonth(1);
+  sc.end = Days(2);
+  int unfunded = 0;
+  for (SimJob& j : sc.jobs)
+    if (j.budget.empty() && ++unfunded % 3 == 0) j.spec.tier = 2;
+  return sc;
+}
+
+TEST(Engine, CountsTheUnfundedJobsAboveTierZeroForEveryCycle) {
+  const Scenario sc = LabMonthWithUpperTierSweeps();
+  SimOptions opt;
+  auto inner = MakePolicy("priority", opt.policy);
+  ASSERT_TRUE(inner.has_value());
+  OrderCheckingPolicy policy(std::move(*inner));
+  auto r = Simulate(sc, policy, opt);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(policy.miscounted, 0);
+  EXPECT_GT(policy.most_above_tier0, 100);  // the count was exercised, not only zero
+}
+
+// The count only lets the `priority` baseline skip a search; a driver that does not keep it
+// (-1) gets the same decisions.
+class TierCountHidingPolicy : public Policy {
+ public:
+  explicit TierCountHidingPolicy(std::unique_ptr<Policy> inner) : inner_(std::move(inner)) {}
+  std::string_view name() const override { return inner_->name(); }
+  Decisions Cycle(const Snapshot& snap) const override {
+    Snapshot hidden = snap;
+    hidden.unfunded_above_tier0 = -1;
+    return inner_->Cycle(hidden);
+  }
+
+ private:
+  std::unique_ptr<Policy> inner_;
+};
+
+TEST(Engine, PriorityDecidesTheSameWhetherOrNotTheTierCountIsKnown) {
+  for (const bool upper_sweeps : {false, true}) {
+    const Scenario sc = upper_sweeps ? LabMonthWithUpperTierSweeps() : [] {
+      Scenario s = MakeLabMonth(1);
+      s.end = Days(2);
+      return s;
+    }();
+    SimOptions opt;
+    auto known = MakePolicy("priority", opt.policy);
+    auto inner = MakePolicy("priority", opt.policy);
+    ASSERT_TRUE(known.has_value() && inner.has_value());
+    TierCountHidingPolicy unknown(std::move(*inner));
+    auto a = Simulate(sc, **known, opt);
+    auto b = Simulate(sc, unknown, opt);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    ASSERT_EQ(a->jobs.size(), b->jobs.size());
+    int64_t started = 0, differ = 0;
+    for (size_t i = 0; i < a->jobs.size(); ++i) {
+      started += !a->jobs[i].waits.empty();
+      differ +=
+          a->jobs[i].waits != b->jobs[i].waits || a->jobs[i].final_state != b->jobs[i].final_state;
+    }
+    EXPECT_EQ(differ, 0) << upper_sweeps;
+    EXPECT_GT(started, 1000) << upper_sweeps;
+    EXPECT_EQ(a->preemptions.size(), b->preemptions.size()) << upper_sweeps;
   }
 }
 
