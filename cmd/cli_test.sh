@@ -517,6 +517,27 @@ printf 'name,gpus,block\nn1,8,b1\nn2,8,b1\nn3,8,b1\n' >"$D/cluster.csv"
 } >"$D/workload.csv"
 reaches_policy wait_for_spare_reaches_policy "preemptions" 4 3 --wait-for-spare true
 
+# The fair-share window. Alice's protected jobs hold both nodes for 8 h while Bob's wait; Bob's
+# run for an hour after. At 30 h both ask for the whole cluster at once: with the 7-day window
+# Bob, who got less than his share, goes first (his training job waits 0 s); with a 2-hour
+# window that shortfall is forgotten, the two are even, and Alice's earlier id goes first (2 h).
+new_case
+printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 2\n' >>"$D/budgets.toml"
+cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,28800,8,8,alice,batch,28800
+2,0,28800,8,8,alice,batch,28800
+3,1,3600,8,8,bob,batch,0
+4,1,3600,8,8,bob,batch,0
+5,108000,7200,16,8,alice,batch,0
+6,108000,7200,16,8,bob,training,0
+EOF2
+reaches_policy window_reaches_policy "training wait p90" 0s 2.0h --window 7200
+new_case
+check window_not_whole_hours "" "" --window --window 5400
+new_case
+check window_over_90_days "" "" --window --window 7779600
+
 # `sim compare` takes the same tuning flags and refuses them the same way.
 new_case
 rc=0
@@ -563,6 +584,9 @@ server_refuses() {
 # `hourglass server` takes the same tuning flags (what was measured is what is rolled out).
 server_refuses server_preempt_below_over_one \
   "hourglass server: --preempt-below: must be within (0, 1]" --preempt-below 2
+server_refuses server_window_zero \
+  "hourglass server: --window: must be a whole number of hours, from 3600 to 7776000 seconds (90 days)" \
+  --window 0
 # The loop's flags: the waiting timer's ticks must be ticks of the loop, as in the simulator
 # (--timer), and the max gap cannot be negative.
 server_refuses server_timer_not_a_multiple \

@@ -19,6 +19,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
   app->add_option("--live-weight", flags->live_weight,
                   "Seconds of usage that holding one GPU now counts for in the fair-share key")
       ->capture_default_str();
+  app->add_option("--window", flags->window,
+                  "Seconds of usage the fair-share order looks back over (whole hours, at most "
+                  "90 days)")
+      ->capture_default_str();
   app->add_option("--large-job-gpus", flags->large_job_gpus,
                   "A budget's blocked job of at least this many GPUs holds back the budget's "
                   "later non-debug jobs (0: off)")
@@ -60,6 +64,13 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
 Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   if (flags.live_weight <= 0)
     return tl::unexpected(Error{"--live-weight", "must be positive", {}, 0});
+  // The usage ledgers keep hourly buckets; 90 days of them per budget is 2,160 slots.
+  if (flags.window < 3600 || flags.window % 3600 != 0 || flags.window > 90 * 86400)
+    return tl::unexpected(
+        Error{"--window",
+              "must be a whole number of hours, from 3600 to 7776000 seconds (90 days)",
+              {},
+              0});
   if (!(flags.quick_headroom >= 0 && flags.quick_headroom <= 0.5))
     return tl::unexpected(Error{"--quick-headroom", "must be within [0, 0.5]", {}, 0});
   if (!(flags.quick_headroom_max >= flags.quick_headroom && flags.quick_headroom_max <= 1))
@@ -86,6 +97,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.quick_headroom_max = flags.quick_headroom_max;
   config.quick_headroom_quiet = flags.quick_headroom_quiet;
   config.live_weight = Seconds(flags.live_weight);
+  config.window = Seconds(flags.window);
   config.large_job_gpus = flags.large_job_gpus;
   config.reservation_preempts_gpus = flags.reservation_preempts_gpus;
   config.preempt_below = flags.preempt_below;
@@ -104,8 +116,8 @@ std::string Describe(const PolicyConfig& c) {
     << ", shrinks to "
     << (c.quick_headroom_quiet >= 0 ? std::to_string(c.quick_headroom_quiet) + " GPUs"
                                     : std::string("-"))
-    << " while no debug job runs or waits), live weight " << c.live_weight.value()
-    << " s, large jobs "
+    << " while no debug job runs or waits), live weight " << c.live_weight.value() << " s, window "
+    << c.window.value() << " s, large jobs "
     << (c.large_job_gpus > 0 ? std::to_string(c.large_job_gpus) + "+ GPUs" : std::string("off"))
     << ", reservations preempt for "
     << (c.reservation_preempts_gpus > 0 ? std::to_string(c.reservation_preempts_gpus) + "+ GPUs"

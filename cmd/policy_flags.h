@@ -17,6 +17,7 @@ struct PolicyFlags {
   double quick_headroom_max = DeployedConfig().quick_headroom_max;
   int32_t quick_headroom_quiet = DeployedConfig().quick_headroom_quiet;
   int64_t live_weight = DeployedConfig().live_weight.value();
+  int64_t window = DeployedConfig().window.value();
   int32_t large_job_gpus = DeployedConfig().large_job_gpus;
   int32_t reservation_preempts_gpus = DeployedConfig().reservation_preempts_gpus;
   double preempt_below = DeployedConfig().preempt_below;

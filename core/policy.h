@@ -37,6 +37,10 @@ struct PolicyConfig {
   // sweeps held them. 12 h against 24 h: lab-month entitlement +1.1 to +2.3 points on seeds 1-3,
   // philly-dev unchanged (docs/open-work.md; 6 h gained more on lab-month, lost on philly-dev).
   Seconds live_weight = Hours(12);
+  // The fair-share window: usage delivered and owed within [now - window, now] sets each budget's
+  // key. The drivers size their usage ledgers with it (a multiple of their hourly buckets). A
+  // longer window remembers a budget's shortfall longer, a shorter one forgives it sooner.
+  Seconds window = Days(7);
   // GPUs kept free of everything but quick jobs (class "debug"), as a fraction of capacity, so
   // debug jobs start without waiting for a victim's grace period. 0 here; DeployedConfig() sets
   // what the server and the simulator's commands run with.

@@ -116,7 +116,7 @@ Result<void> State::Impl::Load() {
     j.active_stored_at = j.rec.active_at;
   }
   // Usage history: delivered from the runs, owed by replaying the funded demand of the jobs.
-  const int64_t since = now - opt.window.value() - 3600;
+  const int64_t since = now - opt.config.window.value() - 3600;
   auto runs = store.RunsSince(since);
   if (!runs) return tl::unexpected(runs.error());
   for (const auto& run : *runs) {
@@ -152,7 +152,7 @@ Result<void> State::Impl::Load() {
         if (tree.is_leaf(id) && o[b] > 0) hist_owed.Add(KeyOf(id), it->first, to, o[b]);
       }
     }
-    owed = std::make_unique<UsageLedger>(tree, opt.window);
+    owed = std::make_unique<UsageLedger>(tree, opt.config.window);
     hist_owed.Replay(tree, *owed, now);
   }
   // The queue and the running jobs.
@@ -242,10 +242,10 @@ Result<void> State::Impl::RebuildTree(std::vector<store::BudgetRecord> records, 
   budgets = std::move(records);
   tree = std::move(*t);
   for (auto& [id, j] : jobs) ResolveBudget(j);
-  delivered = std::make_unique<UsageLedger>(tree, opt.window);
-  owed = std::make_unique<UsageLedger>(tree, opt.window);
-  hist_delivered.Prune(now - opt.window.value() - 3600);
-  hist_owed.Prune(now - opt.window.value() - 3600);
+  delivered = std::make_unique<UsageLedger>(tree, opt.config.window);
+  owed = std::make_unique<UsageLedger>(tree, opt.config.window);
+  hist_delivered.Prune(now - opt.config.window.value() - 3600);
+  hist_owed.Prune(now - opt.config.window.value() - 3600);
   hist_delivered.Replay(tree, *delivered, now);
   hist_owed.Replay(tree, *owed, now);
   counts_dirty = true;

@@ -32,7 +32,6 @@ struct StateOptions {
   PolicyConfig config = DeployedConfig();
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
-  Seconds window = Days(7);
   // The waiting timer (State::Tick): also a cycle on each multiple of this while a job waits,
   // whether or not anything changed. 0: none, cycles on changes and wake-ups only, the
   // simulator's default loop; the scheduling tick: `hourglass sim --cycle-while-waiting`; a

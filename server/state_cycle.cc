@@ -204,7 +204,7 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
     if (!j.rec.budget.empty()) {
       start_waits.push_back({now, j.rec.budget, j.rec.job_class, waited});
       while (start_waits.size() > kMaxStartWaits ||
-             start_waits.front().at < now - opt.window.value())
+             start_waits.front().at < now - opt.config.window.value())
         start_waits.pop_front();
     }
   }

@@ -282,5 +282,25 @@ TEST(StateTick, ALongQueuesReasonsAreRefreshedWithinTheirTimeBound) {
   EXPECT_EQ(m.find("hourglass_pending_jobs{reason=\"submitted\"}"), std::string::npos) << m;
 }
 
+// The fair-share window (PolicyConfig::window, `--window`) sizes the server's usage ledgers: a
+// job that has run 3 hours shows 3 GPU-hours delivered over the default 7 days, 1 over 1 hour.
+TEST(StateWindow, UsageCountsOnlyTheConfiguredWindow) {
+  for (const int64_t window_h : {int64_t{168}, int64_t{1}}) {
+    Loop l(2, 0, 86400, 1.0, 0, [&](StateOptions& o) { o.config.window = Hours(window_h); });
+    l.At(0);
+    const int64_t j = l.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"x"}}});
+    l.At(10);
+    l.Tick();
+    l.Beat();
+    ASSERT_EQ(l.StateOf(j), "running");
+    l.At(10 + 3 * 3600);
+    double delivered = -1;
+    const json all = l.state().BudgetsJson();
+    for (const json& b : all["budgets"])
+      if (b["name"] == "a") delivered = b["delivered_7d_gpu_hours"].get<double>();
+    EXPECT_NEAR(delivered, window_h == 1 ? 1.0 : 3.0, 0.01) << window_h << all.dump();
+  }
+}
+
 }  // namespace
 }  // namespace hg::server

@@ -198,7 +198,7 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
   std::map<BudgetId, std::map<std::string, std::vector<int64_t>>> waits;
   std::map<std::string, std::optional<BudgetId>> found;
   for (const Impl::StartWait& w : s.start_waits) {
-    if (w.at < now - s.opt.window.value()) continue;
+    if (w.at < now - s.opt.config.window.value()) continue;
     auto it = found.find(w.budget);
     if (it == found.end()) it = found.emplace(w.budget, s.tree.Find(w.budget)).first;
     if (!it->second) continue;  // a budget removed since

@@ -91,8 +91,8 @@ class Engine {
         policy_(policy),
         opt_(opt),
         tree_(std::move(tree)),
-        delivered_(tree_, opt.window),
-        owed_(tree_, opt.window),
+        delivered_(tree_, opt.policy.window),
+        owed_(tree_, opt.policy.window),
         wait_split_(MaxNodeGpus(sc)) {}
 
   SimResult Run();

@@ -41,7 +41,6 @@ struct SimOptions {
   // unschedulable pod after at most 5 minutes (`--max-gap`; `hourglass server --max-gap-ms`).
   Seconds max_gap{300};
   Seconds restart_overhead = Minutes(5);  // a resumed job reloads before it makes progress
-  Seconds window = Days(7);               // the fair-share window
   // Users submit again what the cluster killed: a job that is not resumable and ended preempted,
   // or failed with a lost node, comes back this long after it ended as a new submission (at the
   // end of its budget's queue) and runs from scratch. Unset: it stays ended, and what it still
