@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -300,6 +301,40 @@ TEST(StateWindow, UsageCountsOnlyTheConfiguredWindow) {
       if (b["name"] == "a") delivered = b["delivered_7d_gpu_hours"].get<double>();
     EXPECT_NEAR(delivered, window_h == 1 ? 1.0 : 3.0, 0.01) << window_h << all.dump();
   }
+}
+
+// GET /v1/usage's subtree figures: a parent's daily totals and queue waits are its children's
+// together, and a budget's answer holds its subtree only.
+TEST(StateWindow, UsageRollsChildrenUpIntoTheirParent) {
+  Loop l(2, 0, 86400, 1.0, 0, [](StateOptions& o) {
+    o.initial_budgets = {BudgetSpec{"p", "", 1.0, std::nullopt, {}, 0},
+                         BudgetSpec{"a", "p", 1.0, std::nullopt, {}, 0},
+                         BudgetSpec{"b", "p", 1.0, std::nullopt, {}, 0}};
+  });
+  l.At(0);
+  l.Submit({{"budget", "a"}, {"gpus", 1}, {"command", {"x"}}, {"class", "batch"}});
+  l.Submit({{"budget", "b"}, {"gpus", 1}, {"command", {"x"}}, {"class", "batch"}});
+  l.At(10);
+  l.Tick();
+  l.Beat();
+  l.At(10 + 3 * 3600);
+  auto all = l.state().UsageJson("p");
+  ASSERT_TRUE(all);
+  std::map<std::string, json> by_name;
+  for (const json& b : (*all)["budgets"]) by_name[b["name"].get<std::string>()] = b;
+  ASSERT_EQ(by_name.size(), 3u);
+  auto last_day = [&](const std::string& n) {
+    return by_name[n]["daily"].back()["delivered_gpu_hours"].get<double>();
+  };
+  EXPECT_NEAR(last_day("a"), 3.0, 0.01);
+  EXPECT_NEAR(last_day("b"), 3.0, 0.01);
+  EXPECT_NEAR(last_day("p"), 6.0, 0.02);
+  EXPECT_EQ(by_name["a"]["wait_s"]["batch"]["count"], 1);
+  EXPECT_EQ(by_name["p"]["wait_s"]["batch"]["count"], 2);
+  auto one = l.state().UsageJson("a");
+  ASSERT_TRUE(one);
+  ASSERT_EQ((*one)["budgets"].size(), 1u);
+  EXPECT_EQ((*one)["budgets"][0]["wait_s"]["batch"]["count"], 1);
 }
 
 }  // namespace
