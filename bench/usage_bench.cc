@@ -74,9 +74,13 @@ std::unique_ptr<World> MakeWorld(int starts, benchmark::State& bs) {
   for (int i = 0; i < starts; ++i) {
     const std::string& leaf = w->leaves[static_cast<size_t>(i) % w->leaves.size()];
     auto rec = server::ParseJobRequest({{"budget", leaf}, {"gpus", 1}, {"command", {"x"}}});
-    auto id = rec ? w->state->Submit(kAdmin, *rec) : decltype(w->state->Submit(kAdmin, *rec)){};
-    if (!rec || !id) {
-      bs.SkipWithError("submit");
+    if (!rec) {
+      bs.SkipWithError(rec.error().reason.c_str());
+      return nullptr;
+    }
+    auto id = w->state->Submit(kAdmin, *rec);
+    if (!id) {
+      bs.SkipWithError(id.error().reason.c_str());
       return nullptr;
     }
     now += 1000;
