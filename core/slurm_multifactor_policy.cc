@@ -14,6 +14,7 @@
 #include "core/preemption.h"
 #include "core/reservation_plan.h"
 #include "core/running_index.h"
+#include "core/sorted_on_demand.h"
 #include "core/victim_hold.h"
 
 namespace hg {
@@ -79,15 +80,18 @@ Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
     double priority;
     const PendingJob* p;
   };
-  std::vector<Ranked> funded;
-  funded.reserve(snap.pending_funded.size());
+  std::vector<Ranked> ranked;
+  ranked.reserve(snap.pending_funded.size());
   for (const PendingJob& p : snap.pending_funded)
-    if (p.spec) funded.push_back(Ranked{SlurmPriority(snap, p, cs.capacity()), &p});
-  std::sort(funded.begin(), funded.end(), [](const Ranked& a, const Ranked& b) {
+    if (p.spec) ranked.push_back(Ranked{SlurmPriority(snap, p, cs.capacity()), &p});
+  auto by_rank = [](const Ranked& a, const Ranked& b) {
     if (a.priority != b.priority) return a.priority > b.priority;
     if (a.p->queued_since != b.p->queued_since) return a.p->queued_since < b.p->queued_since;
     return a.p->spec->id < b.p->spec->id;
-  });
+  };
+  // Sorted as far as the walk below reads it: on a full cluster it stops at the first jobs, and
+  // sorting the whole queue was half of this baseline's time on philly-dev.
+  SortedOnDemand funded(std::move(ranked), by_rank);
 
   std::vector<const JobSpec*> started;  // parallel to out.starts
   auto start = [&](const JobSpec& j, std::vector<Slice> slices, ReasonCode code) {
@@ -124,8 +128,8 @@ Decisions SlurmMultifactorPolicy::Cycle(const Snapshot& snap) const {
     return false;
   };
 
-  for (const Ranked& rk : funded) {
-    const JobSpec& j = *rk.p->spec;
+  while (const Ranked* rk = funded.Next()) {
+    const JobSpec& j = *rk->p->spec;
     auto note = [&](ReasonCode c, int64_t a, int64_t b, Seconds eta = kNever) {
       if (snap.explain) out.pending.push_back(PendingNote{j.id, Reason{c, {}, {}, a, b}, eta});
     };
