@@ -218,14 +218,15 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
   // (bench/usage_bench.cc).
   const std::vector<BudgetId> visible = s.tree.Visible();
   constexpr int kDays = 7;
+  // Day d (0: the oldest) covers [DayStart(d), DayStart(d + 1)).
+  auto DayStart = [now](int d) { return now - static_cast<int64_t>(kDays - d) * 86400; };
   std::vector<std::array<double, kDays>> del(nb), owe(nb);
   for (BudgetId c : visible) {
     const auto i = static_cast<size_t>(c.value());
     const std::string& key = s.tree.name(c);
     for (int d = 0; d < kDays; ++d) {
-      const int64_t from = now - (kDays - d) * 86400, to = now - (kDays - 1 - d) * 86400;
-      del[i][static_cast<size_t>(d)] = s.hist_delivered.Sum(key, from, to);
-      owe[i][static_cast<size_t>(d)] = s.hist_owed.Sum(key, from, to);
+      del[i][static_cast<size_t>(d)] = s.hist_delivered.Sum(key, DayStart(d), DayStart(d + 1));
+      owe[i][static_cast<size_t>(d)] = s.hist_owed.Sum(key, DayStart(d), DayStart(d + 1));
     }
   }
   for (auto it = visible.rbegin(); it != visible.rend(); ++it) {
@@ -264,8 +265,8 @@ Reply<nlohmann::json> State::UsageJson(const std::string& budget) {
     }
     nlohmann::json days = nlohmann::json::array();
     for (int d = 0; d < kDays; ++d) {
-      days.push_back({{"from", now - (kDays - d) * 86400},
-                      {"to", now - (kDays - 1 - d) * 86400},
+      days.push_back({{"from", DayStart(d)},
+                      {"to", DayStart(d + 1)},
                       {"delivered_gpu_hours", r.del[static_cast<size_t>(d)] / 3600.0},
                       {"owed_gpu_hours", r.owe[static_cast<size_t>(d)] / 3600.0}});
     }
