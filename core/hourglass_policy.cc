@@ -197,6 +197,7 @@ class Cycle {
   std::vector<Soon> soon_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
+  std::vector<uint8_t> in_reservation_;            // nodes a reservation of this cycle counts on
   std::vector<Release> releases_;  // TryReserve's scratch, reused for every node it asks about
   FairShare::Preemptor::Scratch fair_scratch_;  // TryPreempt's, reused for every plan
   // Per slice size g, the nodes whose free GPUs plus may_leave_ reached g when first asked: no
@@ -226,6 +227,7 @@ void Cycle::Setup() {
   stopping_.resize(s_.running.size());
   on_node_ = NodeJobs(s_.running, s_.nodes.size());
   may_leave_.assign(s_.nodes.size(), 0);
+  in_reservation_.assign(s_.nodes.size(), 0);
   std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
   int64_t quick_running = 0;
   for (size_t i = 0; i < s_.running.size(); ++i) {
@@ -511,7 +513,9 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   // (max_runtime), and jobs that become preemptible for it (protection ends).
   const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
     const NodeId id(static_cast<int32_t>(n));
-    if (!cs_.ready(id)) return kNever;
+    // With PolicyConfig::max_reservations > 1: a node an earlier reservation of this cycle counts
+    // on, its free GPUs and the releases to come, is that job's until it starts.
+    if (!cs_.ready(id) || in_reservation_[n]) return kNever;
     if (cs_.free(id) >= shape.per_node) return s_.now;  // no need to list its releases
     std::vector<Release>& rel = releases_;
     rel.clear();
@@ -541,6 +545,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   });
   if (plan.due == kNever) return false;
   cs_.Reserve(plan.slices);
+  for (const Slice& sl : plan.slices) in_reservation_[static_cast<size_t>(sl.node.value())] = 1;
   ++reservations_;
   reservation_due_ = std::min(reservation_due_, plan.due);
   out_.reservations.push_back(ReservationDecision{j.id, plan.due, plan.slices});

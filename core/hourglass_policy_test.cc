@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/policy_test_world.h"
@@ -1017,6 +1018,48 @@ TEST(HourglassPolicy, AGangThatCannotFitGetsAReservation) {
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitReservation);
   EXPECT_EQ(note->estimated_start, r.due);
+}
+
+// With two reservations, the second does not count on the node the first one holds: n0 empties
+// first (its job ends in 50 min), so both jobs would be due then on the same 8 GPUs. The second
+// takes n1, which empties at 1 h 49 min; n2's half-free GPUs come whole only at 2 h 48 min. a,
+// over its share, may not stop b's work: only the ends of b's jobs free GPUs.
+TEST(HourglassPolicy, ASecondReservationCountsOnNoNodeTheFirstHolds) {
+  World w({Top("a"), Top("b")});
+  const Seconds now = Days(2);
+  w.History("a", now, 6.0, 4.0);
+  w.History("b", now, 0.0, 4.0);
+  const NodeId n0 = w.AddNode(8, "A");
+  const NodeId n1 = w.AddNode(8, "A");
+  const NodeId n2 = w.AddNode(8, "A");
+  int i = 0;
+  for (const auto& [n, gpus, ends] :
+       {std::tuple{n0, 8, Hours(1)}, std::tuple{n1, 8, Hours(2)}, std::tuple{n2, 4, Hours(3)}}) {
+    JobSpec& b = w.NewJob(gpus, "b", Minutes(30));
+    b.max_runtime = ends;
+    w.Run(b, now - Minutes(10 + i++), {{n, Gpus(gpus)}});
+  }
+  JobId first{0}, second{0};
+  for (JobId* id : {&first, &second}) {
+    JobSpec& j = w.NewJob(8, "a");
+    j.gpus_per_node = Gpus(8);
+    *id = j.id;
+    w.Pend(j, now - (id == &first ? Minutes(5) : Minutes(4)));
+  }
+  PolicyConfig cfg;
+  cfg.quick_headroom = 0;
+  cfg.quick_headroom_max = 0;
+  cfg.max_reservations = 2;
+  const Decisions d = w.Cycle(now, true, cfg);
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.stops.empty());
+  ASSERT_EQ(d.reservations.size(), 2u);
+  EXPECT_EQ(d.reservations[0].job, first);
+  EXPECT_EQ(d.reservations[0].slices, (std::vector<Slice>{{n0, Gpus(8)}}));
+  EXPECT_EQ(d.reservations[0].due, now - Minutes(10) + Hours(1));
+  EXPECT_EQ(d.reservations[1].job, second);
+  EXPECT_EQ(d.reservations[1].slices, (std::vector<Slice>{{n1, Gpus(8)}}));
+  EXPECT_EQ(d.reservations[1].due, now - Minutes(11) + Hours(2));
 }
 
 TEST(HourglassPolicy, OnlyJobsPreemptibleBeforeTheReservationIsDueMayUseItsGpus) {
