@@ -107,6 +107,18 @@ class Cycle {
            !r.took_freed && fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
+  // Under reservation_preempts_gpus, a fair-share stop of a gang of the option's size by a
+  // smaller job counts the gang's spare GPUs as the preemptor side's: they go to its budget's next
+  // jobs, and with them the side may end above the gang's, whose reservation then takes the GPUs
+  // back once its protection ends, round after round (soak round 628: a 2-GPU and a 20-GPU job of
+  // one budget and a 24-GPU gang of another, 103 times). Not without the option: there no
+  // reservation takes the GPUs back, and the same rule cost 3 points of entitlement on lab-month
+  // (docs/open-work.md).
+  bool GangStopKeepsSides(const JobSpec& j, const RunningJob& r) const {
+    const int32_t v = r.gpus().value();
+    return cfg_.reservation_preempts_gpus <= 0 || v < cfg_.reservation_preempts_gpus ||
+           v <= j.gpus.value() || fs_->MayPreempt(j.budget, v, r.spec->budget, v);
+  }
   bool HeadroomAllows(const JobSpec& j) const;
   // Whether j may start on GPUs the debug headroom keeps, leaving `left` GPUs free: a quick job
   // may; a session takes what the debug jobs do not need now: none waits, and the room for the
@@ -397,7 +409,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     // budget); under quick_stops_own a quick job may, and only non-quick work.
     if (cfg_.quick_stops_own && r.spec->budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
-    if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return true;
+    if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return GangStopKeepsSides(j, r);
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
@@ -507,7 +519,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   std::optional<FairShare::Preemptor> fair;  // made when first asked
   auto fair_share_allows = [&](const RunningJob& r) {
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
-    return fair->MayPreempt(r.spec->budget, r.gpus().value());
+    return fair->MayPreempt(r.spec->budget, r.gpus().value()) && GangStopKeepsSides(j, r);
   };
   // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
   // (max_runtime), and jobs that become preemptible for it (protection ends).

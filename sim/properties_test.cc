@@ -1651,5 +1651,14 @@ TEST(PropertiesRegression, WithReservationsThatPreemptAStopOfAGangThatTookItsGpu
   CheckSoakScenario(0x50430007, 796, 173, false, "hourglass-reserve-preempts");
 }
 
+// Soak round 628 (contract scenario 169, every tick), reservation_preempts_gpus: l2's 2-GPU job
+// stopped l1's 24-GPU gang for fair share, l2's 20-GPU job started on the 22 spare GPUs, and the
+// gang, once its protection ended, stopped the first for fair share and the second for its
+// reservation: 103 times. Now, under the option, a smaller job's fair-share stop of a gang that
+// large counts the gang's spare GPUs as the preemptor side's.
+TEST(PropertiesRegression, WithReservationsThatPreemptAGangsSpareGpusCountAsItsPreemptorsSide) {
+  CheckSoakScenario(0x50430007, 628, 169, false, "hourglass-reserve-preempts");
+}
+
 }  // namespace
 }  // namespace hg::sim
