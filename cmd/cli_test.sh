@@ -238,7 +238,7 @@ rm "$D/workload.csv"
 check missing_file workload.csv "" ""
 
 new_case
-POLICIES=hourglass,nope check unknown_policy "" "" policy
+POLICIES=hourglass,nope check unknown_policy "" "" --policies
 grep -q "nope" "$D/stderr.txt" || fail unknown_policy_names_it "error does not quote 'nope'"
 
 new_case
@@ -351,6 +351,23 @@ reaches_policy() {
   else
     pass "$name  ($measure $want_default -> $want_tuned)"
   fi
+}
+
+# A case for the fair-share window (Bob joins Alice under lab, share 2 each): Alice's protected
+# jobs hold both nodes for 8 h while Bob's wait; Bob's run for an hour after; at 30 h both ask for
+# the whole cluster at once.
+window_case() {
+  new_case
+  printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 2\n' >>"$D/budgets.toml"
+  cat >"$D/workload.csv" <<'EOF2'
+id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
+1,0,28800,8,8,alice,batch,28800
+2,0,28800,8,8,alice,batch,28800
+3,1,3600,8,8,bob,batch,0
+4,1,3600,8,8,bob,batch,0
+5,108000,7200,16,8,alice,batch,0
+6,108000,7200,16,8,bob,training,0
+EOF2
 }
 
 # Three 4-GPU batch jobs all run on the 16 GPUs at once by default, but with half the cluster
@@ -521,17 +538,7 @@ reaches_policy wait_for_spare_reaches_policy "preemptions" 4 3 --wait-for-spare 
 # run for an hour after. At 30 h both ask for the whole cluster at once: with the 7-day window
 # Bob, who got less than his share, goes first (his training job waits 0 s); with a 2-hour
 # window that shortfall is forgotten, the two are even, and Alice's earlier id goes first (2 h).
-new_case
-printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 2\n' >>"$D/budgets.toml"
-cat >"$D/workload.csv" <<'EOF2'
-id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime
-1,0,28800,8,8,alice,batch,28800
-2,0,28800,8,8,alice,batch,28800
-3,1,3600,8,8,bob,batch,0
-4,1,3600,8,8,bob,batch,0
-5,108000,7200,16,8,alice,batch,0
-6,108000,7200,16,8,bob,training,0
-EOF2
+window_case
 reaches_policy window_reaches_policy "training wait p90" 0s 2.0h --window 7200
 new_case
 check window_not_whole_hours "" "" --window --window 5400
@@ -620,6 +627,37 @@ if [[ $rc -eq 0 ]] && cmp -s "$D/stdout1.txt" "$D/stdout2.txt" && cmp -s "$D/out
 else
   fail jobs_same_bytes "rc $rc, or the outputs of --jobs 1 and --jobs 2 differ"
 fi
+
+# --variant: a setting beside the deployed one in one run. The window case above: the variant with
+# a 2-hour window reports what `--window 7200` alone gives (Bob's training job waits 2 h, 0 s with
+# the deployed 7 days), under its own label in the table, the JSON and the decision log.
+window_case
+printf 'time,kind,target,value,deadline,reason\n' >"$D/events.csv"
+rc=0
+run_sim "$D" --variant 'w2h=hourglass --window 7200' --decisions d.jsonl || rc=$?
+row=$(grep '^training wait p90 ' "$D/stdout.txt" | tr -s ' ')
+head_row=$(grep -E '^ +hourglass +w2h *$' "$D/stdout.txt" | head -1)
+if [[ $rc -eq 0 && $row == "training wait p90 0s 2.0h" && -n $head_row ]] &&
+  grep -q '"w2h": {' "$D/out.json" && grep -q '"policy":"w2h"' "$D/d.jsonl" &&
+  grep -q '^w2h: hourglass with .*window 7200 s' "$D/stderr.txt"; then
+  pass "variant_runs_beside_the_policy  ($row)"
+else
+  fail variant_runs_beside_the_policy "rc $rc, row '$row', header '$head_row', stderr $(head -c 300 "$D/stderr.txt")"
+fi
+
+# A wrong --variant is refused before anything runs, naming the variant and what is wrong.
+new_case
+check variant_without_label "" "" --variant --variant 'hourglass'
+new_case
+check variant_label_not_plain "" "" --variant --variant 'a b=hourglass'
+new_case
+check variant_unknown_policy "" "" "--variant v" --variant 'v=nosuch'
+new_case
+check variant_not_a_policy_flag "" "" "--variant v" --variant 'v=hourglass --json x.json'
+new_case
+check variant_value_out_of_range "" "" "--variant v" --variant 'v=hourglass --window 5400'
+new_case
+check variant_label_taken "" "" "--variant hourglass" --variant 'hourglass=hourglass --window 7200'
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -10,6 +10,7 @@
 #include "cmd/jobs_flag.h"
 #include "cmd/loop_flags.h"
 #include "cmd/policy_flags.h"
+#include "cmd/policy_variants.h"
 #include "cmd/resubmit_flag.h"
 #include "cmd/sim_options.h"
 #include "cmd/trace_flags.h"
@@ -45,6 +46,7 @@ struct CompareArgs {
   int jobs = 0;                 // --jobs: policies simulated at once (0: one per core)
   bool trace_tuned = false;     // a trace-only option was given
   PolicyFlags tuning;
+  std::vector<std::string> variants;  // --variant, repeatable
 };
 
 // An output path is checked before the (minutes long) runs, so a typo fails at once and nothing
@@ -119,17 +121,9 @@ int RunCompare(const CompareArgs& a) {
   auto options = SimOptionsFrom(a.tuning, a.resubmit_after, a.loop);
   if (!options) return fail(options.error());
   sim::SimOptions opt = std::move(*options);
-  std::vector<std::unique_ptr<Policy>> policies;
-  for (const std::string& name : SplitList(a.policies)) {
-    auto p = MakePolicy(name, opt.policy);
-    if (!p) {
-      Error e = p.error();
-      e.field = "--policies";
-      return fail(e);
-    }
-    policies.push_back(std::move(*p));
-  }
-  if (policies.empty()) return fail(Fail("--policies", "name at least one policy").value());
+  auto lineup = MakeLineup(a.policies, a.variants, a.tuning, opt.policy);
+  if (!lineup) return fail(lineup.error());
+  const std::vector<std::unique_ptr<Policy>>& policies = lineup->policies;
 
   auto in = LoadInput(a);
   if (!in) return fail(in.error());
@@ -141,7 +135,11 @@ int RunCompare(const CompareArgs& a) {
   if (const std::string loop = DescribeLoop(a.loop); !loop.empty())
     cmp.mapping += (cmp.mapping.empty() ? "" : "\n") + loop;
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
-  auto results = sim::SimulateAllShowingProgress(in->scenario, policies, *threads, opt, progress);
+  if (!lineup->described.empty())
+    cmp.mapping += (cmp.mapping.empty() ? "" : "\n") + lineup->described;
+  auto results = sim::SimulateAllShowingProgress(
+      in->scenario, policies, *threads, opt, progress,
+      [&](size_t i, sim::SimOptions& run) { run.policy = lineup->configs[i]; });
   for (auto& r : results) {
     if (!r) return fail(r.error());
     cmp.runs.push_back(std::move(*r));
@@ -185,6 +183,9 @@ void AddCompareCommand(CLI::App& sim, int& exit_code) {
       ->capture_default_str();
   cmp->add_option("--policies", args->policies, "Comma-separated policy names")
       ->capture_default_str();
+  cmp->add_option("--variant", args->variants,
+                  "Also run 'LABEL=POLICY --flag value ...': POLICY with these policy flags on "
+                  "top of the others, reported as LABEL (repeatable)");
   cmp->add_option("--end-days", args->end_days, "Evaluate until this day (default: the input's)");
   cmp->add_option("--html", args->html, "Write the HTML report (charts inline) to FILE");
   cmp->add_option("--json", args->json, "Write the report's data as JSON to FILE");

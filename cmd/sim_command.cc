@@ -13,6 +13,7 @@
 #include "cmd/jobs_flag.h"
 #include "cmd/loop_flags.h"
 #include "cmd/policy_flags.h"
+#include "cmd/policy_variants.h"
 #include "cmd/resubmit_flag.h"
 #include "cmd/sim_options.h"
 #include "cmd/trace_flags.h"
@@ -45,6 +46,7 @@ struct SimArgs {
   double funded_scale = 1.0;  // lab-month's LabMonthOptions::funded_scale
   LoopFlags loop;             // --interval, --cycle-while-waiting
   PolicyFlags tuning;
+  std::vector<std::string> variants;  // --variant, repeatable
   bool quiet = false;
   int64_t resubmit_after = -1;  // --resubmit-after (-1: never)
   int jobs = 0;                 // --jobs: policies simulated at once (0: one per core)
@@ -157,13 +159,9 @@ int RunSim(const SimArgs& a) {
     std::sort(opt.explain_jobs.begin(), opt.explain_jobs.end());
   }
   if (auto ok = sim::Validate(*sc, opt.policy); !ok) return fail(ok.error());
-  std::vector<std::unique_ptr<Policy>> policies;
-  for (const std::string& name : SplitList(a.policies)) {
-    auto p = MakePolicy(name, opt.policy);
-    if (!p) return fail(p.error());
-    policies.push_back(std::move(*p));
-  }
-  if (policies.empty()) return fail(Error{"--policies", "name at least one policy", {}, 0});
+  auto lineup = MakeLineup(a.policies, a.variants, a.tuning, opt.policy);
+  if (!lineup) return fail(lineup.error());
+  const std::vector<std::unique_ptr<Policy>>& policies = lineup->policies;
   if (!a.write_dir.empty()) {
     if (auto ok = sim::WriteScenario(*sc, a.write_dir); !ok) return fail(ok.error());
     const std::string d = a.write_dir;
@@ -173,7 +171,7 @@ int RunSim(const SimArgs& a) {
               << static_cast<double>(sc->end.value()) / 86400.0 << "\n";
   }
   // Results from a trace are only meaningful with what the adapter invented next to them.
-  std::cerr << mapping;
+  std::cerr << mapping << lineup->described;
   // One decision log per run, written in the policies' order after all have ended: the file is
   // the same bytes however many run at once.
   std::vector<std::ostringstream> logs(policies.size());
@@ -181,6 +179,7 @@ int RunSim(const SimArgs& a) {
   sim::ProgressLine progress(std::cerr, !a.quiet && isatty(2) != 0);
   auto results = sim::SimulateAllShowingProgress(
       *sc, policies, *threads, opt, progress, [&](size_t i, sim::SimOptions& run) {
+        run.policy = lineup->configs[i];
         if (a.decisions.empty()) return;
         const std::string policy(policies[i]->name());
         run.decision_log = [&log = logs[i], policy](const sim::DecisionLogEntry& e) {
@@ -217,6 +216,9 @@ void AddSimCommand(CLI::App& app, int& exit_code) {
                   "Seed of the built-in scenario, or of --philly's researcher assignment");
   sim->add_option("--policies", args->policies, "Comma-separated policy names")
       ->capture_default_str();
+  sim->add_option("--variant", args->variants,
+                  "Also run 'LABEL=POLICY --flag value ...': POLICY with these policy flags on "
+                  "top of the others, reported as LABEL (repeatable)");
   sim->add_option("--json", args->json, "Write the JSON report to FILE");
   sim->add_option("--decisions", args->decisions,
                   "Write every decision with its reason to FILE (JSON lines)");
