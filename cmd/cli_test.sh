@@ -659,5 +659,17 @@ check variant_value_out_of_range "" "" "--variant v" --variant 'v=hourglass --wi
 new_case
 check variant_label_taken "" "" "--variant hourglass" --variant 'hourglass=hourglass --window 7200'
 
+# A report tells its runs apart by colour: `sim compare` refuses more runs than it has colours.
+new_case
+rc=0
+(cd "$D" && "$HG" sim compare --scenario lab-month --end-days 0.01 --variant a=hourglass \
+  --variant b=hourglass --variant c=hourglass --html r.html --quiet >stdout.txt 2>stderr.txt) || rc=$?
+if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "hourglass sim compare: --variant: at most 7 runs in one report"*"(got 8)" &&
+  ! -e $D/r.html ]]; then
+  pass compare_more_runs_than_colours
+else
+  fail compare_more_runs_than_colours "rc $rc, stderr: $(cat "$D/stderr.txt")"
+fi
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -20,6 +20,7 @@
 #include "sim/lab_month.h"
 #include "sim/progress.h"
 #include "sim/run_all.h"
+#include "sim/svg_chart.h"
 #include "sim/trace.h"
 
 namespace hg::cmd {
@@ -124,6 +125,12 @@ int RunCompare(const CompareArgs& a) {
   auto lineup = MakeLineup(a.policies, a.variants, a.tuning, opt.policy);
   if (!lineup) return fail(lineup.error());
   const std::vector<std::unique_ptr<Policy>>& policies = lineup->policies;
+  if (policies.size() > sim::svg::kColours)
+    return fail(Fail(a.variants.empty() ? "--policies" : "--variant",
+                     "at most " + std::to_string(sim::svg::kColours) +
+                         " runs in one report, so that each keeps a colour of its own (got " +
+                         std::to_string(policies.size()) + ")")
+                    .value());
 
   auto in = LoadInput(a);
   if (!in) return fail(in.error());

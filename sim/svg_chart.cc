@@ -38,7 +38,7 @@ std::string Escape(std::string_view s) {
 
 std::string Colour(size_t index) {
   // Okabe-Ito without its yellow (too faint on white) and with black last.
-  static constexpr std::array<const char*, 7> kPalette = {
+  static constexpr std::array<const char*, kColours> kPalette = {
       "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
   return kPalette[index % kPalette.size()];
 }

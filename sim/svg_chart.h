@@ -21,6 +21,8 @@ std::string Escape(std::string_view s);
 // A fixed palette keyed by position (colour-blind safe, Okabe-Ito order, then repeats): series i
 // of every chart uses Colour(i), so one policy keeps one colour across all charts.
 std::string Colour(size_t index);
+// How many runs Colour tells apart; a report of more would give two runs one colour.
+inline constexpr size_t kColours = 7;
 
 // How tick labels read.
 enum class TickFormat {
