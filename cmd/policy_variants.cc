@@ -58,12 +58,8 @@ Result<PolicyVariant> ParseVariant(const std::string& text, const PolicyFlags& b
   const std::string where = "--variant " + v.label;
   if (args.empty()) return Fail(where, "names no policy (LABEL=POLICY [--flag value ...])");
   v.policy = args.front();
-  const std::vector<std::string> known = PolicyNames();
-  if (std::find(known.begin(), known.end(), v.policy) == known.end()) {
-    std::string list;
-    for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-    return Fail(where, "unknown policy '" + v.policy + "' (known: " + list + ")");
-  }
+  if (auto known = MakePolicy(v.policy, DeployedConfig()); !known)
+    return Fail(where, known.error().reason);
   // The variant's flags are the policy flags the commands take, read by the same code, so a
   // value a variant accepts is one the server accepts for the rollout.
   PolicyFlags flags = base;
