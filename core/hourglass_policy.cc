@@ -209,7 +209,9 @@ class Cycle {
   std::vector<Soon> soon_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
-  std::vector<uint8_t> in_reservation_;            // nodes a reservation of this cycle counts on
+  // Nodes a reservation of this cycle counts on; sized at the cycle's first reservation, as most
+  // cycles make none.
+  std::vector<uint8_t> in_reservation_;
   std::vector<Release> releases_;  // TryReserve's scratch, reused for every node it asks about
   FairShare::Preemptor::Scratch fair_scratch_;  // TryPreempt's, reused for every plan
   // Per slice size g, the nodes whose free GPUs plus may_leave_ reached g when first asked: no
@@ -239,7 +241,6 @@ void Cycle::Setup() {
   stopping_.resize(s_.running.size());
   on_node_ = NodeJobs(s_.running, s_.nodes.size());
   may_leave_.assign(s_.nodes.size(), 0);
-  in_reservation_.assign(s_.nodes.size(), 0);
   std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
   int64_t quick_running = 0;
   for (size_t i = 0; i < s_.running.size(); ++i) {
@@ -527,7 +528,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
     const NodeId id(static_cast<int32_t>(n));
     // With PolicyConfig::max_reservations > 1: a node an earlier reservation of this cycle counts
     // on, its free GPUs and the releases to come, is that job's until it starts.
-    if (!cs_.ready(id) || in_reservation_[n]) return kNever;
+    if (!cs_.ready(id) || (!in_reservation_.empty() && in_reservation_[n])) return kNever;
     if (cs_.free(id) >= shape.per_node) return s_.now;  // no need to list its releases
     std::vector<Release>& rel = releases_;
     rel.clear();
@@ -557,6 +558,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   });
   if (plan.due == kNever) return false;
   cs_.Reserve(plan.slices);
+  if (in_reservation_.empty()) in_reservation_.assign(s_.nodes.size(), 0);  // the cycle's first
   for (const Slice& sl : plan.slices) in_reservation_[static_cast<size_t>(sl.node.value())] = 1;
   ++reservations_;
   reservation_due_ = std::min(reservation_due_, plan.due);
