@@ -200,6 +200,16 @@ class Cycle {
   ClusterState cs_;
   Decisions out_;
   std::vector<uint8_t> stopping_;  // bytes, not bits: see RunningIndex::stopping
+  // Per running job, what a preemption plan asks of every job on every node it visits, packed:
+  // most plans fail, and reading each job's spec for it cost them more than the answers.
+  struct Facts {
+    Seconds contract_until{0};
+    Seconds protected_until{0};  // ProtectedUntil
+    BudgetId budget{0};
+    int32_t gpus = 0;
+    bool funded = false;
+  };
+  std::vector<Facts> facts_;
   NodeJobs on_node_;
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
@@ -214,6 +224,7 @@ class Cycle {
   std::vector<uint8_t> in_reservation_;
   std::vector<Release> releases_;  // TryReserve's scratch, reused for every node it asks about
   FairShare::Preemptor::Scratch fair_scratch_;  // TryPreempt's, reused for every plan
+  PreemptionScratch plan_scratch_;              // PlanPreemption's, reused for every plan
   // Per slice size g, the nodes whose free GPUs plus may_leave_ reached g when first asked: no
   // other node can host such a slice later in the cycle, as free GPUs only go down within it.
   std::vector<std::optional<std::vector<int32_t>>> could_host_;
@@ -239,6 +250,7 @@ void Cycle::Setup() {
   for (size_t b = 1; b < nb && !any_limit_; ++b)
     any_limit_ = tree_.limit(BudgetId(static_cast<int32_t>(b))).has_value();
   stopping_.resize(s_.running.size());
+  facts_.resize(s_.running.size());
   on_node_ = NodeJobs(s_.running, s_.nodes.size());
   may_leave_.assign(s_.nodes.size(), 0);
   std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
@@ -246,6 +258,8 @@ void Cycle::Setup() {
   for (size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
     stopping_[i] = r.stopping;
+    facts_[i] = Facts{r.contract_until(), ProtectedUntil(r), r.spec->budget, r.gpus().value(),
+                      r.spec->funded()};
     // A bound for planning: past its contract a session may leave for the reservation it
     // backfilled, whatever its lease (TryPreempt).
     const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.contract_until());
@@ -391,13 +405,14 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;  // made when first asked: most plans never do
   auto eligible = [&](size_t i) {
+    const Facts& f = facts_[i];
+    if (!f.funded) return true;
+    if (s_.now < f.contract_until) return false;  // the contract
     const RunningJob& r = s_.running[i];
-    if (!r.spec->funded()) return true;
-    if (s_.now < r.contract_until()) return false;  // the contract
     const bool yields = holder && YieldsToReservation(j, r);
     // A session's lease does not hold on the reserved GPUs it was let onto (MayUseReserved).
     if (yields && r.backfilled) return true;
-    if (s_.now < ProtectedUntil(r)) return false;  // a session's lease
+    if (s_.now < f.protected_until) return false;  // a session's lease
     if (yields) return true;
     if (s_.now < SparedUntil(r)) return false;
     // Under quick_first quick jobs come before other funded work both ways: a quick job may stop
@@ -408,9 +423,9 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     if (cfg_.quick_first && IsQuick(*r.spec) && !IsQuick(j)) return false;
     // Work of the job's own budget: fair share never stops it (the GPUs would stay with the
     // budget); under quick_stops_own a quick job may, and only non-quick work.
-    if (cfg_.quick_stops_own && r.spec->budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
+    if (cfg_.quick_stops_own && f.budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
-    if (fair->MayPreempt(r.spec->budget, r.gpus().value())) return GangStopKeepsSides(j, r);
+    if (fair->MayPreempt(f.budget, f.gpus)) return GangStopKeepsSides(j, r);
     return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
            fs_->VictimSideOverShare(j.budget, r.spec->budget);
   };
@@ -419,7 +434,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   const std::vector<int32_t>& visit = CouldHost(shape.per_node);
   if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
   auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                             MayUseReserved(j), may_leave_, visit, soon_);
+                             MayUseReserved(j), may_leave_, visit, soon_, &plan_scratch_);
   if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
   // The victims' GPUs come free in a later cycle, where the debug headroom still holds. If they
   // would only refill it, stopping funded work serves not this job but the next debug job to

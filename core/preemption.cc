@@ -10,49 +10,31 @@ double LostWork(const RunningJob& r, Seconds now) {
   return GpuSeconds(r.gpus(), now - since);
 }
 
-namespace {
-
-// Plain data: one is made for every node in every plan.
-struct NodeCost {
-  bool feasible = false;
-  int funded = 0;   // funded victims needed
-  int waits = 0;    // nodes whose spare GPUs (`soon`) are waited for
-  double cost = 0;  // lost work + grace wait
-  bool operator<(const NodeCost& o) const {
-    if (funded != o.funded) return funded < o.funded;
-    if (waits != o.waits) return waits < o.waits;
-    return cost < o.cost;
-  }
-};
-
-}  // namespace
-
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
-    const NodeJobs& on_node, std::span<const uint8_t> stopping,
-    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
-    std::span<const int32_t> may_leave, std::span<const int32_t> visit,
-    std::span<const Soon> soon) {
+    const NodeJobs& on_node, std::span<const uint8_t> stopping, FunctionRef<bool(size_t)> eligible,
+    Seconds now, bool may_use_reserved, std::span<const int32_t> may_leave,
+    std::span<const int32_t> visit, std::span<const Soon> soon, PreemptionScratch* scratch) {
+  using NodeCost = PreemptionScratch::NodeCost;
+  using Cand = PreemptionScratch::Cand;
+  constexpr size_t kSoon = PreemptionScratch::kSoon;
+  PreemptionScratch own;
+  PreemptionScratch& sc = scratch ? *scratch : own;
   const int32_t g = shape.per_node;
   // Cost for each node of making `need` GPUs available there. Victims are listed only for the
   // nodes a plan ends up using; scratch space is reused: this runs for every node.
-  constexpr size_t kSoon = static_cast<size_t>(-1);  // a Cand for the node's `soon` GPUs
-  struct Cand {
-    int rank;  // unfunded victims first, then spare GPUs, then funded victims
-    double cost;
-    size_t idx;
-    int32_t gpus_here;
-  };
-  std::vector<Cand> cands;
+  std::vector<Cand>& cands = sc.cands;
   // Each running job is asked once per plan, not once per node it runs on: a gang spans dozens.
-  std::vector<signed char> is_eligible(running.size(), -1);
+  std::vector<signed char>& is_eligible = sc.is_eligible;
+  is_eligible.assign(running.size(), -1);
   auto may_take = [&](size_t i) {
     if (is_eligible[i] < 0) is_eligible[i] = eligible(i) ? 1 : 0;
     return is_eligible[i] == 1;
   };
   // GPUs job i holds on node `id`. A gang's slices are usually all the same size; then that size
   // is the answer without a scan of its (possibly hundreds of) slices.
-  std::vector<int32_t> same_size(running.size(), -1);  // -1 unknown, 0 slices differ
+  std::vector<int32_t>& same_size = sc.same_size;  // -1 unknown, 0 slices differ
+  same_size.assign(running.size(), -1);
   auto gpus_on = [&](size_t i, NodeId id) {
     const std::vector<Slice>& pl = running[i].placement;
     if (same_size[i] < 0) {
@@ -123,7 +105,8 @@ std::optional<PreemptionPlan> PlanPreemption(
     return nc;
   };
 
-  std::vector<NodeCost> costs(cs.size());  // infeasible unless computed
+  std::vector<NodeCost>& costs = sc.costs;  // infeasible unless computed
+  costs.assign(cs.size(), NodeCost{});
   if (visit.empty()) {
     for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr, nullptr);
   } else {

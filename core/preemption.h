@@ -5,12 +5,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "core/cluster_state.h"
+#include "core/function_ref.h"
 #include "core/model.h"
 #include "core/running_index.h"
 
@@ -29,6 +29,35 @@ struct Soon {
   Seconds at{0};
 };
 
+// Memory a plan works in, kept by a caller that plans many times (a cycle plans for most waiting
+// jobs), so that a plan allocates nothing of its own. Its contents mean nothing between plans.
+struct PreemptionScratch {
+  // What making a slice's GPUs available on one node costs. Plain data: one per node per plan.
+  struct NodeCost {
+    bool feasible = false;
+    int funded = 0;   // funded victims needed
+    int waits = 0;    // nodes whose spare GPUs (`soon`) are waited for
+    double cost = 0;  // lost work + grace wait
+    bool operator<(const NodeCost& o) const {
+      if (funded != o.funded) return funded < o.funded;
+      if (waits != o.waits) return waits < o.waits;
+      return cost < o.cost;
+    }
+  };
+  // A way to free GPUs on a node: a running job, or the node's `soon` GPUs.
+  struct Cand {
+    int rank;  // unfunded victims first, then spare GPUs, then funded victims
+    double cost;
+    size_t idx;  // into the running jobs, or kSoon
+    int32_t gpus_here;
+  };
+  static constexpr size_t kSoon = static_cast<size_t>(-1);
+  std::vector<signed char> is_eligible;  // per running job: -1 not asked yet
+  std::vector<int32_t> same_size;        // per running job: -1 unknown, 0 slices differ
+  std::vector<NodeCost> costs;           // per node: infeasible unless worked out
+  std::vector<Cand> cands;               // one node's, at a time
+};
+
 // GPU-seconds lost if `r` stops at `now`.
 double LostWork(const RunningJob& r, Seconds now);
 
@@ -41,12 +70,13 @@ double LostWork(const RunningJob& r, Seconds now);
 // cannot), so the plan need not look at the rest; an uneven gang's smaller last slice is still
 // sought on every node. `soon[n]`, when given, are spare GPUs of leaving jobs on node n: a plan
 // waits for them rather than stop funded work (no work is lost), after unfunded victims, which
-// go first as ever; `may_leave`, when given with it, must count them.
+// go first as ever; `may_leave`, when given with it, must count them. `scratch`, when given, is
+// the memory the plan works in.
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
-    const NodeJobs& on_node, std::span<const uint8_t> stopping,
-    const std::function<bool(size_t)>& eligible, Seconds now, bool may_use_reserved,
-    std::span<const int32_t> may_leave = {}, std::span<const int32_t> visit = {},
-    std::span<const Soon> soon = {});
+    const NodeJobs& on_node, std::span<const uint8_t> stopping, FunctionRef<bool(size_t)> eligible,
+    Seconds now, bool may_use_reserved, std::span<const int32_t> may_leave = {},
+    std::span<const int32_t> visit = {}, std::span<const Soon> soon = {},
+    PreemptionScratch* scratch = nullptr);
 
 }  // namespace hg

@@ -40,7 +40,7 @@ Seconds FirstTimeWith(int32_t free, int32_t need, std::span<const Release> relea
 }
 
 ReservationPlan ChooseReservation(const Shape& shape, const ClusterState& cs,
-                                  const std::function<Seconds(size_t)>& ready_at) {
+                                  FunctionRef<Seconds(size_t)> ready_at) {
   struct At {
     Seconds t;
     size_t n;

@@ -5,11 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
 #include "core/cluster_state.h"
+#include "core/function_ref.h"
 #include "core/model.h"
 #include "core/policy.h"
 
@@ -45,7 +45,7 @@ std::vector<std::vector<Release>> KnownReleases(const Snapshot& snap,
 // little more than needed). A gang stays inside one block unless spanning blocks starts it
 // strictly earlier. Ties go to the lower node index, so the plan is deterministic.
 ReservationPlan ChooseReservation(const Shape& shape, const ClusterState& cs,
-                                  const std::function<Seconds(size_t)>& ready_at);
+                                  FunctionRef<Seconds(size_t)> ready_at);
 
 // ChooseReservation for the scheduler that knows only `releases[n]` (sorted by time) of each
 // node n besides its free GPUs.
