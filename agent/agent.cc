@@ -153,7 +153,7 @@ Result<std::string> Agent::StartLogService() {
     res.set_header("X-Hourglass-Done", !running && from + static_cast<int64_t>(bytes.size()) >= size
                                            ? "true"
                                            : "false");
-    res.set_content(std::move(bytes), "text/plain");
+    res.set_content(bytes, "text/plain");
   });
 
   int bound = port;

@@ -175,7 +175,7 @@ std::unique_ptr<JobProcess> JobProcess::Start(const StartSpec& spec, const std::
   setpgid(pid, pid);
   p->pid_ = pid;
   ChildFailure f;
-  ssize_t n;
+  ssize_t n = 0;
   do {
     n = read(pipe_fds[0], &f, sizeof f);
   } while (n < 0 && errno == EINTR);

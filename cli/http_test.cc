@@ -35,7 +35,7 @@ class TestServer {
 
   // Answers `method` on `pattern` (regex) with `fn`, recording each request.
   void On(const std::string& method, const std::string& pattern,
-          std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+          const std::function<void(const httplib::Request&, httplib::Response&)>& fn) {
     auto handler = [this, fn](const httplib::Request& req, httplib::Response& res) {
       {
         std::lock_guard<std::mutex> lock(mu_);

@@ -207,8 +207,19 @@ class Cycle {
     Seconds protected_until{0};  // ProtectedUntil
     BudgetId budget{0};
     int32_t gpus = 0;
+    // The GPUs of each of its slices when all are the same size (each on a node of its own),
+    // else 0: a gang's GPUs on a node without a scan of its slices.
+    int32_t slice_gpus = 0;
     bool funded = false;
   };
+  // GPUs running job i holds on node `id`.
+  int32_t GpusOn(size_t i, NodeId id) const {
+    if (facts_[i].slice_gpus > 0) return facts_[i].slice_gpus;
+    int32_t here = 0;
+    for (const Slice& sl : s_.running[i].placement)
+      if (sl.node == id) here += sl.gpus.value();
+    return here;
+  }
   std::vector<Facts> facts_;
   NodeJobs on_node_;
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
@@ -258,8 +269,15 @@ void Cycle::Setup() {
   for (size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
     stopping_[i] = r.stopping;
-    facts_[i] = Facts{r.contract_until(), ProtectedUntil(r), r.spec->budget, r.gpus().value(),
-                      r.spec->funded()};
+    int32_t slice_gpus = r.placement.empty() ? 0 : r.placement.front().gpus.value();
+    for (const Slice& sl : r.placement)
+      if (sl.gpus.value() != slice_gpus) slice_gpus = 0;
+    assert(std::all_of(r.placement.begin(), r.placement.end(), [&](const Slice& a) {
+      return std::count_if(r.placement.begin(), r.placement.end(),
+                           [&](const Slice& b) { return b.node == a.node; }) == 1;
+    }));
+    facts_[i] = Facts{r.contract_until(), ProtectedUntil(r), r.spec->budget,
+                      r.gpus().value(),   slice_gpus,        r.spec->funded()};
     // A bound for planning: past its contract a session may leave for the reservation it
     // backfilled, whatever its lease (TryPreempt).
     const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.contract_until());
@@ -533,9 +551,9 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   const JobSpec& j = *p.spec;
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;  // made when first asked
-  auto fair_share_allows = [&](const RunningJob& r) {
+  auto fair_share_allows = [&](size_t i, const RunningJob& r) {
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
-    return fair->MayPreempt(r.spec->budget, r.gpus().value()) && GangStopKeepsSides(j, r);
+    return fair->MayPreempt(facts_[i].budget, facts_[i].gpus) && GangStopKeepsSides(j, r);
   };
   // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
   // (max_runtime), and jobs that become preemptible for it (protection ends).
@@ -556,17 +574,13 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
         t = s_.now;
       } else if (const bool yields = YieldsToReservation(j, r); yields && r.backfilled) {
         t = std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
-      } else if (yields || fair_share_allows(r)) {
+      } else if (yields || fair_share_allows(i, r)) {
         t = std::max(s_.now, ReleaseBound(r));
         if (!yields) t = std::max(t, SparedUntil(r));
       } else if (r.spec->max_runtime) {
         t = r.started + *r.spec->max_runtime;
       }
-      if (t == kNever) continue;
-      int32_t here = 0;
-      for (const Slice& sl : r.placement)
-        if (sl.node == id) here += sl.gpus.value();
-      rel.push_back(Release{t, here});
+      if (t != kNever) rel.push_back(Release{t, GpusOn(i, id)});
     }
     std::sort(rel.begin(), rel.end());
     return FirstTimeWith(cs_.free(id), shape.per_node, rel, s_.now);

@@ -29,7 +29,7 @@ BudgetSpec Child(std::string name, std::string parent) {
 // A hand-built cluster, budget tree, ledgers and queue, and one policy cycle over them.
 class World : public policytest::PolicyWorld {
  public:
-  explicit World(std::vector<BudgetSpec> specs) : PolicyWorld(MakeTree(specs)) {}
+  explicit World(const std::vector<BudgetSpec>& specs) : PolicyWorld(MakeTree(specs)) {}
 
   NodeId AddNode(int32_t gpus = 8, std::string block = "A") {
     return PolicyWorld::AddNode(gpus, std::move(block), NodeState::kReady,

@@ -73,12 +73,12 @@ struct PendingJob {
 
 struct RunningJob {
   const JobSpec* spec = nullptr;
-  Seconds started{0};  // start of the current run
-  std::vector<Slice> placement;
-  bool stopping = false;    // preempted or ended, inside its grace period
-  Seconds stop_at{0};       // when stopping: the SIGKILL deadline
-  JobId stop_for{0};        // when preempted: the job the GPUs are freed for
-  bool backfilled = false;  // started on GPUs reserved for a larger job
+  Seconds started{0};            // start of the current run
+  std::vector<Slice> placement;  // one slice per node, as a start decision gives them
+  bool stopping = false;         // preempted or ended, inside its grace period
+  Seconds stop_at{0};            // when stopping: the SIGKILL deadline
+  JobId stop_for{0};             // when preempted: the job the GPUs are freed for
+  bool backfilled = false;       // started on GPUs reserved for a larger job
   // Started on GPUs freed for it by stops outside the fair-share order (a due reservation, or a
   // debug job under quick_first): the start reason kStartAfterPreempt.
   bool took_freed = false;

@@ -13,7 +13,7 @@ bool Contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }
 
-std::vector<Node> Nodes(std::vector<int32_t> gpus) {
+std::vector<Node> Nodes(const std::vector<int32_t>& gpus) {
   std::vector<Node> out;
   for (int32_t g : gpus) {
     Node n;

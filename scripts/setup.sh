@@ -8,7 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libsodium-dev libcpp-httplib-dev
   chromium sqlite3
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-tidy
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -528,7 +528,7 @@ Reply<nlohmann::json> State::Register(const Registration& r) {
     }
     rec.gpus = r.gpus;
     if (auto ok = s.store.PutNode(rec); !ok) return Refuse(503, "store", ok.error().ToString());
-    size_t n;
+    size_t n = 0;
     if (it == s.node_by_name.end()) {
       n = s.AddNode(rec);
     } else {

@@ -173,14 +173,12 @@ class Source {
         std::string v;
         if (it->is_string()) {
           v = it->get<std::string>();
-        } else if (it->is_number_integer() || it->is_number_unsigned()) {
-          v = it->dump();
+        } else if (it->is_number_integer() || it->is_number_unsigned() || it->is_object()) {
+          v = it->dump();  // an object whole: a key inside it is looked up by Value
         } else if (it->is_number_float()) {
           v = fmt::format("{}", it->get<double>());
         } else if (it->is_boolean()) {
           v = it->get<bool>() ? "true" : "false";
-        } else if (it->is_object()) {
-          v = it->dump();  // a key inside it is looked up by Value
         } else if (!it->is_null()) {
           return tl::unexpected(
               At(file, line_no, column, "must be a string, a number, a boolean or an object"));

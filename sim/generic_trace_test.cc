@@ -25,7 +25,7 @@ constexpr const char* kSacct =
 constexpr const char* kSacctMap =
     "submit=Submit,duration=Elapsed,gpus=AllocTRES:gres/gpu,budget=Account,class=QOS,user=User";
 
-Scenario MustParse(std::string_view text, GenericOptions opt, GenericStats* st = nullptr) {
+Scenario MustParse(std::string_view text, const GenericOptions& opt, GenericStats* st = nullptr) {
   auto sc = ParseGenericTrace(text, "in.txt", opt, st);
   EXPECT_TRUE(sc.has_value()) << (sc ? "" : sc.error().ToString());
   return sc ? *sc : Scenario{};

@@ -15,7 +15,7 @@ size_t Count(const std::string& s, const std::string& what) {
 
 // A two-day run: `allocated` of 100 GPUs every hour, debug waits as given, budgets owed 100 GPU-h
 // each and delivered as given.
-SimResult Run(std::string policy, double allocated, std::vector<int64_t> debug_waits,
+SimResult Run(std::string policy, double allocated, const std::vector<int64_t>& debug_waits,
               double delivered_a, double delivered_b) {
   SimResult r;
   r.policy = std::move(policy);
@@ -172,7 +172,8 @@ TEST(CompareHtml, IsSelfContainedWithSixChartsAndEveryPolicyInEachLegend) {
   EXPECT_EQ(h.find("<link"), std::string::npos);
   EXPECT_EQ(h.find("href="), std::string::npos);
   std::string rest = h;
-  for (size_t at; (at = rest.find("xmlns=\"http://www.w3.org/2000/svg\"")) != std::string::npos;)
+  for (size_t at = 0;
+       (at = rest.find("xmlns=\"http://www.w3.org/2000/svg\"")) != std::string::npos;)
     rest.erase(at, 34);
   EXPECT_EQ(rest.find("http"), std::string::npos);
   EXPECT_EQ(Count(h, "<script"), 1u);  // only the inline render check

@@ -205,7 +205,7 @@ TEST(Openb, DescribeMappingStatesSkipsRoundingAndBudgets) {
 std::string RealOpenbDir() {
   const char* src = std::getenv("HOURGLASS_SOURCE_DIR");
   if (src != nullptr) {
-    const std::string p = std::string(src) + "/../shared/traces/openb";
+    std::string p = std::string(src) + "/../shared/traces/openb";
     if (std::filesystem::exists(p)) return p;
   }
   const std::string abs = "/work/shared/traces/openb";

@@ -229,7 +229,7 @@ std::string NodeName(size_t i) { return fmt::format("n{:03d}", i); }
 
 }  // namespace
 
-Result<Scenario> ParsePhilly(std::string_view text, std::string file_label,
+Result<Scenario> ParsePhilly(std::string_view text, const std::string& file_label,
                              const PhillyOptions& opt) {
   if (auto ok = CheckOptions(opt); !ok) return tl::unexpected(ok.error());
   auto table = ParseCsvTable(text, file_label);

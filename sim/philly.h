@@ -34,7 +34,7 @@ struct PhillyOptions {
 Result<Scenario> LoadPhilly(const std::string& path, const PhillyOptions& opt);
 
 // The same from text in memory; `file_label` goes into Error::file.
-Result<Scenario> ParsePhilly(std::string_view text, std::string file_label,
+Result<Scenario> ParsePhilly(std::string_view text, const std::string& file_label,
                              const PhillyOptions& opt);
 
 // Several lines (each ending in '\n') stating how the trace became this scenario: cluster size and

@@ -404,7 +404,7 @@ TEST(Philly, DescribeMappingStatesTheInventedParts) {
 std::string RealTracePath() {
   const char* src = std::getenv("HOURGLASS_SOURCE_DIR");
   if (src != nullptr) {
-    const std::string p = std::string(src) + "/../shared/traces/philly-dev.csv";
+    std::string p = std::string(src) + "/../shared/traces/philly-dev.csv";
     if (std::filesystem::exists(p)) return p;
   }
   const std::string abs = "/work/shared/traces/philly-dev.csv";

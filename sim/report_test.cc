@@ -9,7 +9,7 @@
 namespace hg::sim {
 namespace {
 
-JobRecord Job(int64_t id, std::string cls, int32_t gpus, std::vector<int64_t> waits,
+JobRecord Job(int64_t id, std::string cls, int32_t gpus, const std::vector<int64_t>& waits,
               JobState final_state) {
   JobRecord j;
   j.id = JobId(id);
@@ -188,8 +188,9 @@ TEST(ReportCompute, WaitsPerBudgetCountForTheBudgetAndItsAncestors) {
   r.budgets.push_back(Budget("a/x", 2, true, 5, 5));
   r.budgets.push_back(Budget("a/(direct)", 2, true, 5, 5));
   r.budgets.push_back(Budget("b", 1, true, 10, 10));
-  auto job = [&](int64_t id, std::string budget, std::string cls, std::vector<int64_t> waits) {
-    JobRecord j = Job(id, std::move(cls), 1, std::move(waits), JobState::kSucceeded);
+  auto job = [&](int64_t id, std::string budget, std::string cls,
+                 const std::vector<int64_t>& waits) {
+    JobRecord j = Job(id, std::move(cls), 1, waits, JobState::kSucceeded);
     j.budget = std::move(budget);
     j.funded = !j.budget.empty();
     r.jobs.push_back(std::move(j));

@@ -401,7 +401,8 @@ Result<void> WriteFile(const fs::path& path, const std::string& text) {
 // ---------------------------------------------------------------------------------------------
 // Parsers
 
-Result<std::vector<NodeSpec>> ParseClusterCsv(std::string_view text, std::string file_label) {
+Result<std::vector<NodeSpec>> ParseClusterCsv(std::string_view text,
+                                              const std::string& file_label) {
   auto table = ParseCsvTable(text, file_label);
   if (!table) return tl::unexpected(table.error());
   if (auto ok = CheckHeader(*table, kClusterColumns, file_label); !ok)
@@ -427,7 +428,8 @@ Result<std::vector<NodeSpec>> ParseClusterCsv(std::string_view text, std::string
   return nodes;
 }
 
-Result<std::vector<BudgetSpec>> ParseBudgetsToml(std::string_view text, std::string file_label) {
+Result<std::vector<BudgetSpec>> ParseBudgetsToml(std::string_view text,
+                                                 const std::string& file_label) {
   toml::table doc;
   try {
     doc = toml::parse(text, std::string_view(file_label));
@@ -461,7 +463,7 @@ Result<std::vector<BudgetSpec>> ParseBudgetsToml(std::string_view text, std::str
   return specs;
 }
 
-Result<std::vector<SimJob>> ParseWorkloadCsv(std::string_view text, std::string file_label) {
+Result<std::vector<SimJob>> ParseWorkloadCsv(std::string_view text, const std::string& file_label) {
   auto table = ParseCsvTable(text, file_label);
   if (!table) return tl::unexpected(table.error());
   if (auto ok = CheckHeader(*table, kWorkloadColumns, file_label); !ok)
@@ -485,7 +487,8 @@ Result<std::vector<SimJob>> ParseWorkloadCsv(std::string_view text, std::string 
   return jobs;
 }
 
-Result<std::vector<TimedEvent>> ParseEventsCsv(std::string_view text, std::string file_label) {
+Result<std::vector<TimedEvent>> ParseEventsCsv(std::string_view text,
+                                               const std::string& file_label) {
   auto table = ParseCsvTable(text, file_label);
   if (!table) return tl::unexpected(table.error());
   if (auto ok = CheckHeader(*table, kEventColumns, file_label); !ok)

@@ -22,10 +22,12 @@ Result<std::vector<SimJob>> ReadWorkload(const std::string& path);     // sorted
 Result<std::vector<TimedEvent>> ReadEvents(const std::string& path);   // stable-sorted by time
 
 // From text already in memory; `file_label` goes into Error::file.
-Result<std::vector<NodeSpec>> ParseClusterCsv(std::string_view text, std::string file_label);
-Result<std::vector<BudgetSpec>> ParseBudgetsToml(std::string_view text, std::string file_label);
-Result<std::vector<SimJob>> ParseWorkloadCsv(std::string_view text, std::string file_label);
-Result<std::vector<TimedEvent>> ParseEventsCsv(std::string_view text, std::string file_label);
+Result<std::vector<NodeSpec>> ParseClusterCsv(std::string_view text, const std::string& file_label);
+Result<std::vector<BudgetSpec>> ParseBudgetsToml(std::string_view text,
+                                                 const std::string& file_label);
+Result<std::vector<SimJob>> ParseWorkloadCsv(std::string_view text, const std::string& file_label);
+Result<std::vector<TimedEvent>> ParseEventsCsv(std::string_view text,
+                                               const std::string& file_label);
 
 // The file text for each part; reading it back gives the same values (lines aside).
 // Fails only on values no file can carry (a line break inside a CSV field).

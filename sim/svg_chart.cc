@@ -73,7 +73,7 @@ struct Scale {
   double a = 0, b = 1;    // pixel range (b may be < a for y)
   bool log = false;
   double operator()(double v) const {
-    double t;
+    double t = 0;
     if (log) {
       const double lv = std::log10(std::max(v, lo));
       t = (lv - std::log10(lo)) / (std::log10(hi) - std::log10(lo));

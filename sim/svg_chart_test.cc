@@ -89,7 +89,7 @@ TEST(SvgChart, LineChartHasTitleAxesTicksLegendAndMarks) {
   EXPECT_EQ(s.find("a&b"), std::string::npos);  // never unescaped
   EXPECT_EQ(Count(s, "<path class=\"mark\""), 2u);
   // The step series draws horizontal-then-vertical segments.
-  EXPECT_NE(s.find("H"), std::string::npos);
+  EXPECT_NE(s.find('H'), std::string::npos);
   EXPECT_NE(s.find("stroke=\"#D55E00\""), std::string::npos);
 }
 

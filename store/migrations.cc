@@ -187,7 +187,7 @@ Result<int> Migrate(sql::Db& db, const std::vector<std::string>& steps) {
     }
     auto set = db.Prepare("UPDATE schema_version SET version = ?");
     if (!set) return rollback(set.error());
-    if (auto ok = set->Bind(1, static_cast<int64_t>(v + 1)).Run(); !ok) return rollback(ok.error());
+    if (auto ok = set->Bind(1, static_cast<int64_t>(v) + 1).Run(); !ok) return rollback(ok.error());
     if (auto ok = db.Exec("COMMIT"); !ok) return rollback(ok.error());
   }
 }

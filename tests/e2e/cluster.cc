@@ -35,7 +35,7 @@ namespace {
 
 }  // namespace
 
-Process::Process(std::vector<std::string> argv, const std::string& log_prefix)
+Process::Process(const std::vector<std::string>& argv, const std::string& log_prefix)
     : out_path_(log_prefix + ".stdout"), err_path_(log_prefix + ".stderr") {
   pid_ = fork();
   if (pid_ == 0) ExecChild(argv, out_path_, err_path_);
@@ -139,8 +139,7 @@ void Cluster::StartServer() {
                                 "--interval-ms",  std::to_string(interval_ms_),
                                 "--lost-after-s", std::to_string(lost_after_s_)};
   argv.insert(argv.end(), server_args_.begin(), server_args_.end());
-  server_ = std::make_unique<Process>(std::move(argv),
-                                      dir_ + "/server/run" + std::to_string(server_starts_));
+  server_ = std::make_unique<Process>(argv, dir_ + "/server/run" + std::to_string(server_starts_));
   const bool up = WaitFor(
       [&] {
         if (port_ == 0) {

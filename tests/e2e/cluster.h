@@ -22,7 +22,7 @@ using Json = nlohmann::json;
 // One child process with its stdout and stderr in files.
 class Process {
  public:
-  Process(std::vector<std::string> argv, const std::string& log_prefix);
+  Process(const std::vector<std::string>& argv, const std::string& log_prefix);
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
