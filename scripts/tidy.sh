@@ -2,7 +2,7 @@
 # clang-tidy with the checks in .clang-tidy, every finding an error.
 #   scripts/tidy.sh          the sources the binary is built from (core, sim, server, store, agent,
 #                            cli, cmd): what CI runs, about 9 minutes on 2 cores
-#   scripts/tidy.sh --all    the tests, benchmarks and fuzz targets too: about 17 minutes
+#   scripts/tidy.sh --all    the tests, benchmarks and fuzz targets too: about 20 minutes
 # Needs the release build's compile_commands.json (`cmake --preset release`, or scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
