@@ -207,20 +207,14 @@ class Cycle {
     Seconds protected_until{0};  // ProtectedUntil
     BudgetId budget{0};
     int32_t gpus = 0;
-    // The GPUs of each of its slices when all are the same size (each on a node of its own),
-    // else 0: a gang's GPUs on a node without a scan of its slices.
-    int32_t slice_gpus = 0;
     bool funded = false;
   };
   // GPUs running job i holds on node `id`.
   int32_t GpusOn(size_t i, NodeId id) const {
-    if (facts_[i].slice_gpus > 0) return facts_[i].slice_gpus;
-    int32_t here = 0;
-    for (const Slice& sl : s_.running[i].placement)
-      if (sl.node == id) here += sl.gpus.value();
-    return here;
+    return hg::GpusOn(s_.running[i], id, slice_gpus_[i]);
   }
   std::vector<Facts> facts_;
+  std::vector<int32_t> slice_gpus_;  // per running job, UniformSliceGpus: for plans and GpusOn
   NodeJobs on_node_;
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
@@ -262,6 +256,7 @@ void Cycle::Setup() {
     any_limit_ = tree_.limit(BudgetId(static_cast<int32_t>(b))).has_value();
   stopping_.resize(s_.running.size());
   facts_.resize(s_.running.size());
+  slice_gpus_.resize(s_.running.size());
   on_node_ = NodeJobs(s_.running, s_.nodes.size());
   may_leave_.assign(s_.nodes.size(), 0);
   std::vector<double> alloc(nb, 0.0), demand(nb, 0.0);
@@ -269,15 +264,13 @@ void Cycle::Setup() {
   for (size_t i = 0; i < s_.running.size(); ++i) {
     const RunningJob& r = s_.running[i];
     stopping_[i] = r.stopping;
-    int32_t slice_gpus = r.placement.empty() ? 0 : r.placement.front().gpus.value();
-    for (const Slice& sl : r.placement)
-      if (sl.gpus.value() != slice_gpus) slice_gpus = 0;
+    slice_gpus_[i] = UniformSliceGpus(r);
     assert(std::all_of(r.placement.begin(), r.placement.end(), [&](const Slice& a) {
       return std::count_if(r.placement.begin(), r.placement.end(),
                            [&](const Slice& b) { return b.node == a.node; }) == 1;
     }));
-    facts_[i] = Facts{r.contract_until(), ProtectedUntil(r), r.spec->budget,
-                      r.gpus().value(),   slice_gpus,        r.spec->funded()};
+    facts_[i] = Facts{r.contract_until(), ProtectedUntil(r), r.spec->budget, r.gpus().value(),
+                      r.spec->funded()};
     // A bound for planning: past its contract a session may leave for the reservation it
     // backfilled, whatever its lease (TryPreempt).
     const bool may_leave = !r.stopping && (!r.spec->funded() || s_.now >= r.contract_until());
@@ -451,8 +444,9 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // fewer nodes to host one than the gang has such slices, no plan.
   const std::vector<int32_t>& visit = CouldHost(shape.per_node);
   if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
-  auto plan = PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                             MayUseReserved(j), may_leave_, visit, soon_, &plan_scratch_);
+  auto plan =
+      PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
+                     MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
   if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
   // The victims' GPUs come free in a later cycle, where the debug headroom still holds. If they
   // would only refill it, stopping funded work serves not this job but the next debug job to

@@ -34,4 +34,20 @@ const char* ToString(JobState s) {
   return "?";
 }
 
+int32_t UniformSliceGpus(const RunningJob& r) {
+  if (r.placement.empty()) return 0;
+  const int32_t first = r.placement.front().gpus.value();
+  for (const Slice& sl : r.placement)
+    if (sl.gpus.value() != first) return 0;
+  return first;
+}
+
+int32_t GpusOn(const RunningJob& r, NodeId id, int32_t uniform) {
+  if (uniform > 0) return uniform;
+  int32_t here = 0;
+  for (const Slice& sl : r.placement)
+    if (sl.node == id) here += sl.gpus.value();
+  return here;
+}
+
 }  // namespace hg

@@ -98,4 +98,11 @@ struct RunningJob {
   Gpus gpus() const { return spec->gpus; }
 };
 
+// The GPUs of each of r's slices when all are the same size, else 0. A gang's slices usually are:
+// then what it holds on any of its nodes is known without a scan of its (possibly hundreds of)
+// slices, which preemption planning and reservations ask for every job on every node they visit.
+int32_t UniformSliceGpus(const RunningJob& r);
+// GPUs r holds on node `id`, one of its nodes; `uniform` is UniformSliceGpus(r), worked out once.
+int32_t GpusOn(const RunningJob& r, NodeId id, int32_t uniform);
+
 }  // namespace hg

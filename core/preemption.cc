@@ -14,7 +14,8 @@ std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, std::span<const uint8_t> stopping, FunctionRef<bool(size_t)> eligible,
     Seconds now, bool may_use_reserved, std::span<const int32_t> may_leave,
-    std::span<const int32_t> visit, std::span<const Soon> soon, PreemptionScratch* scratch) {
+    std::span<const int32_t> visit, std::span<const Soon> soon, std::span<const int32_t> slice_gpus,
+    PreemptionScratch* scratch) {
   using NodeCost = PreemptionScratch::NodeCost;
   using Cand = PreemptionScratch::Cand;
   constexpr size_t kSoon = PreemptionScratch::kSoon;
@@ -31,22 +32,13 @@ std::optional<PreemptionPlan> PlanPreemption(
     if (is_eligible[i] < 0) is_eligible[i] = eligible(i) ? 1 : 0;
     return is_eligible[i] == 1;
   };
-  // GPUs job i holds on node `id`. A gang's slices are usually all the same size; then that size
-  // is the answer without a scan of its (possibly hundreds of) slices.
-  std::vector<int32_t>& same_size = sc.same_size;  // -1 unknown, 0 slices differ
-  same_size.assign(running.size(), -1);
+  // GPUs job i holds on node `id`, without a scan of a gang's slices when all are one size.
+  std::vector<int32_t>& same_size = sc.same_size;  // when the caller gave no slice_gpus
+  if (slice_gpus.empty()) same_size.assign(running.size(), -1);
   auto gpus_on = [&](size_t i, NodeId id) {
-    const std::vector<Slice>& pl = running[i].placement;
-    if (same_size[i] < 0) {
-      same_size[i] = pl.front().gpus.value();
-      for (const Slice& s : pl)
-        if (s.gpus.value() != same_size[i]) same_size[i] = 0;
-    }
-    if (same_size[i] > 0) return same_size[i];
-    int32_t here = 0;
-    for (const Slice& s : pl)
-      if (s.node == id) here += s.gpus.value();
-    return here;
+    if (!slice_gpus.empty()) return GpusOn(running[i], id, slice_gpus[i]);
+    if (same_size[i] < 0) same_size[i] = UniformSliceGpus(running[i]);
+    return GpusOn(running[i], id, same_size[i]);
   };
   auto node_cost = [&](size_t n, int32_t need, std::vector<size_t>* victims,
                        std::vector<Slice>* waits) {

@@ -53,7 +53,7 @@ struct PreemptionScratch {
   };
   static constexpr size_t kSoon = static_cast<size_t>(-1);
   std::vector<signed char> is_eligible;  // per running job: -1 not asked yet
-  std::vector<int32_t> same_size;        // per running job: -1 unknown, 0 slices differ
+  std::vector<int32_t> same_size;        // per running job: -1 unknown, else UniformSliceGpus
   std::vector<NodeCost> costs;           // per node: infeasible unless worked out
   std::vector<Cand> cands;               // one node's, at a time
 };
@@ -70,13 +70,15 @@ double LostWork(const RunningJob& r, Seconds now);
 // cannot), so the plan need not look at the rest; an uneven gang's smaller last slice is still
 // sought on every node. `soon[n]`, when given, are spare GPUs of leaving jobs on node n: a plan
 // waits for them rather than stop funded work (no work is lost), after unfunded victims, which
-// go first as ever; `may_leave`, when given with it, must count them. `scratch`, when given, is
-// the memory the plan works in.
+// go first as ever; `may_leave`, when given with it, must count them. `slice_gpus[i]`, when
+// given, is UniformSliceGpus(running[i]), worked out once by a caller that plans many times;
+// else the plan works it out for the jobs it asks about. `scratch`, when given, is the memory the
+// plan works in.
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, std::span<const uint8_t> stopping, FunctionRef<bool(size_t)> eligible,
     Seconds now, bool may_use_reserved, std::span<const int32_t> may_leave = {},
     std::span<const int32_t> visit = {}, std::span<const Soon> soon = {},
-    PreemptionScratch* scratch = nullptr);
+    std::span<const int32_t> slice_gpus = {}, PreemptionScratch* scratch = nullptr);
 
 }  // namespace hg

@@ -61,8 +61,22 @@ struct World {
     if (stopping.empty()) stopping.assign(running.size(), 0);
     if (!eligible) eligible = [](size_t) { return true; };
     const ClusterState cs(nodes, running);
-    return PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
-                          eligible, kNow, may_use_reserved, may_leave, visit, soon);
+    auto plan = PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping,
+                               eligible, kNow, may_use_reserved, may_leave, visit, soon);
+    // A cycle gives every job's slice size, worked out once: the plan must be the same.
+    std::vector<int32_t> slice_gpus;
+    for (const RunningJob& r : running) slice_gpus.push_back(UniformSliceGpus(r));
+    PreemptionScratch scratch;
+    const auto given =
+        PlanPreemption(shape, Gpus(gpus), cs_in ? *cs_in : cs, running, on_node, stopping, eligible,
+                       kNow, may_use_reserved, may_leave, visit, soon, slice_gpus, &scratch);
+    EXPECT_EQ(plan.has_value(), given.has_value());
+    if (plan && given) {
+      EXPECT_EQ(plan->slices, given->slices);
+      EXPECT_EQ(plan->victims, given->victims);
+      EXPECT_EQ(plan->soon, given->soon);
+    }
+    return plan;
   }
 };
 
@@ -85,6 +99,19 @@ TEST(LostWork, SinceStartOrLastCheckpointOfResumableJobs) {
   // A checkpoint from a previous run (before this start) does not count.
   const size_t old_ckpt = w.Run({{n, Gpus(1)}}, true, Seconds(1000), true, Seconds(5000));
   EXPECT_DOUBLE_EQ(LostWork(w.running[old_ckpt], kNow), 1000.0);
+}
+
+TEST(GpusOn, ReadsAnUnevenGangsSlicesAndTrustsAUniformSize) {
+  World w;
+  for (int i = 0; i < 4; ++i) w.AddNode(8);
+  const size_t even = w.Run({{NodeId(0), Gpus(8)}, {NodeId(1), Gpus(8)}}, true, Hours(1));
+  const size_t uneven = w.Run({{NodeId(2), Gpus(8)}, {NodeId(3), Gpus(3)}}, true, Hours(1));
+  EXPECT_EQ(UniformSliceGpus(w.running[even]), 8);
+  EXPECT_EQ(UniformSliceGpus(w.running[uneven]), 0);
+  EXPECT_EQ(GpusOn(w.running[even], NodeId(1), 8), 8);
+  EXPECT_EQ(GpusOn(w.running[uneven], NodeId(2), 0), 8);
+  EXPECT_EQ(GpusOn(w.running[uneven], NodeId(3), 0), 3);
+  EXPECT_EQ(GpusOn(w.running[uneven], NodeId(0), 0), 0);  // not one of its nodes
 }
 
 TEST(PlanPreemption, UnfundedVictimsArePreferredOverFundedOnes) {
