@@ -427,6 +427,8 @@ reaches_policy reservation_preempts_reaches_policy "batch wait p90" 3.0h 11.0m \
 
 # --explain adds to --decisions why each job waits (a line when its reason changes) and what is
 # reserved, and changes no decision; without --decisions it has nowhere to write and is refused.
+# Alice's 16-GPU gang waits first for Bob's protected work (to 600 s), then for GPUs to come free:
+# holding all 16 she would be served better than Bob (no ping-pong). Two reasons, no more.
 new_case
 check explain_without_decisions "" "" --explain --explain
 new_case
@@ -443,12 +445,17 @@ run_sim "$D" --decisions plain.jsonl || rc=$?
 run_sim "$D" --decisions explained.jsonl --explain || rc=$?
 acted() { grep -E '"action":"(start|stop)"' "$1"; }
 why=$(grep '"action":"pending","job":3,' "$D/explained.jsonl" | head -n 1)
+later=$(grep '"action":"pending","job":3,' "$D/explained.jsonl" | sed -n 2p)
 if [[ $rc -ne 0 ]]; then
   fail explain_logs_reasons "rc $rc (stderr: $(cat "$D/stderr.txt"))"
 elif [[ $why != *'"reason":"waiting for 16 GPUs'* || $why != *'"t":60}' ]]; then
   fail explain_logs_reasons "no reason for the gang at 60 s: '$why'"
-elif [[ $(grep -c '"action":"pending","job":3,' "$D/explained.jsonl") -ne 1 ]]; then
-  fail explain_logs_reasons "the unchanged reason was written more than once"
+elif [[ $why != *'still protected'* ]]; then
+  fail explain_logs_reasons "at 60 s the gang waits for protected work: '$why'"
+elif [[ $later != *'it waits for GPUs to come free)'* || $later != *'"t":600}' ]]; then
+  fail explain_logs_reasons "no reason for the gang's own size at 600 s: '$later'"
+elif [[ $(grep -c '"action":"pending","job":3,' "$D/explained.jsonl") -ne 2 ]]; then
+  fail explain_logs_reasons "an unchanged reason was written more than once"
 elif grep -q '"action":"pending"' "$D/plain.jsonl"; then
   fail explain_logs_reasons "reasons written without --explain"
 elif [[ "$(acted "$D/plain.jsonl")" != "$(acted "$D/explained.jsonl")" ]]; then

@@ -55,9 +55,15 @@ enum class ReasonCode {
 
 // kWaitGpus's c: whether the job's budget has had its share (fair-share key >= 1, so it may stop
 // only work of budgets further above theirs) or not (what it may stop is still protected, or too
-// little). A category, not the key itself: the key moves every cycle, and a reason is logged when
-// it changes.
-enum ShareStanding : int64_t { kStandingUnknown = 0, kBelowShare = 1, kShareServed = 2 };
+// little), or not but the job's own GPUs would put it above every budget whose work it could stop
+// (the no-ping-pong rule: a large gang waits for GPUs to come free). A category, not the key
+// itself: the key moves every cycle, and a reason is logged when it changes.
+enum ShareStanding : int64_t {
+  kStandingUnknown = 0,
+  kBelowShare = 1,
+  kShareServed = 2,
+  kWouldPassVictims = 3,
+};
 
 struct Reason {
   ReasonCode code = ReasonCode::kWaitGpus;

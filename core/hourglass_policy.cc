@@ -68,6 +68,15 @@ class Cycle {
   bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom,
                ReasonCode code = ReasonCode::kStartFree);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
+  // May running job i be stopped for j? The contract, leases, the reservation's case (c) when j
+  // is its `holder`, and fair share, whose test counts `fair_gpus` of j's on its budget's side
+  // (`fair` is made on first use: most plans never ask it).
+  bool MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
+               std::optional<FairShare::Preemptor>& fair);
+  // For the reason of a job below its share that found nothing to stop: would a plan have found
+  // victims had its own GPUs not counted on its budget's side? Then it is the no-ping-pong rule
+  // that keeps it waiting, not protection.
+  bool BlockedByNoPingPong(const JobSpec& j, const Shape& shape);
   // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
   // once the victims have gone and j has what it needs, fewer GPUs would be free than the
   // headroom then asks for, so j could not take them. A stopped quick job no longer fills the
@@ -243,6 +252,7 @@ class Cycle {
   int64_t headroom_left_ = 0;    // pending jobs that may use the headroom, not reached yet
   int64_t quick_unstarted_ = 0;  // pending quick jobs not started in this cycle (yet)
   Seconds reservation_due_ = kNever;
+  bool planned_ = false;  // the job Process is at had a preemption plan worked out this cycle
   int reservations_ = 0;
   int preempt_attempts_ = 0;
   int64_t alloc_moves_ = 0;  // calls of AddAlloc so far
@@ -404,6 +414,33 @@ const std::vector<int32_t>& Cycle::CouldHost(int32_t g) {
   return *could_host_[i];
 }
 
+bool Cycle::MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
+                    std::optional<FairShare::Preemptor>& fair) {
+  const Facts& f = facts_[i];
+  if (!f.funded) return true;
+  if (s_.now < f.contract_until) return false;  // the contract
+  const RunningJob& r = s_.running[i];
+  const bool yields = holder && YieldsToReservation(j, r);
+  // A session's lease does not hold on the reserved GPUs it was let onto (MayUseReserved).
+  if (yields && r.backfilled) return true;
+  if (s_.now < f.protected_until) return false;  // a session's lease
+  if (yields) return true;
+  if (s_.now < SparedUntil(r)) return false;
+  // Under quick_first quick jobs come before other funded work both ways: a quick job may stop
+  // non-quick work of a budget over its share, and non-quick work does not stop a quick job for
+  // fair share. Otherwise the stopped work, back in the queue with its budget now below the
+  // quick job's, took the GPUs back by fair share, and the quick job took them again: a
+  // generated scenario's debug and batch jobs stopped each other 28 times (session 24).
+  if (cfg_.quick_first && IsQuick(*r.spec) && !IsQuick(j)) return false;
+  // Work of the job's own budget: fair share never stops it (the GPUs would stay with the
+  // budget); under quick_stops_own a quick job may, and only non-quick work.
+  if (cfg_.quick_stops_own && f.budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
+  if (!fair) fair.emplace(*fs_, j.budget, fair_gpus, fair_scratch_);
+  if (fair->MayPreempt(f.budget, f.gpus)) return GangStopKeepsSides(j, r);
+  return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
+         fs_->VictimSideOverShare(j.budget, r.spec->budget);
+}
+
 bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
   if (++preempt_attempts_ > max_plans_) return false;
@@ -414,36 +451,13 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // did.
   const bool holder = reservations_ < cfg_.max_reservations;
   const double g = j.gpus.value();
-  std::optional<FairShare::Preemptor> fair;  // made when first asked: most plans never do
-  auto eligible = [&](size_t i) {
-    const Facts& f = facts_[i];
-    if (!f.funded) return true;
-    if (s_.now < f.contract_until) return false;  // the contract
-    const RunningJob& r = s_.running[i];
-    const bool yields = holder && YieldsToReservation(j, r);
-    // A session's lease does not hold on the reserved GPUs it was let onto (MayUseReserved).
-    if (yields && r.backfilled) return true;
-    if (s_.now < f.protected_until) return false;  // a session's lease
-    if (yields) return true;
-    if (s_.now < SparedUntil(r)) return false;
-    // Under quick_first quick jobs come before other funded work both ways: a quick job may stop
-    // non-quick work of a budget over its share, and non-quick work does not stop a quick job for
-    // fair share. Otherwise the stopped work, back in the queue with its budget now below the
-    // quick job's, took the GPUs back by fair share, and the quick job took them again: a
-    // generated scenario's debug and batch jobs stopped each other 28 times (session 24).
-    if (cfg_.quick_first && IsQuick(*r.spec) && !IsQuick(j)) return false;
-    // Work of the job's own budget: fair share never stops it (the GPUs would stay with the
-    // budget); under quick_stops_own a quick job may, and only non-quick work.
-    if (cfg_.quick_stops_own && f.budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
-    if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
-    if (fair->MayPreempt(f.budget, f.gpus)) return GangStopKeepsSides(j, r);
-    return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
-           fs_->VictimSideOverShare(j.budget, r.spec->budget);
-  };
+  std::optional<FairShare::Preemptor> fair;
+  auto eligible = [&](size_t i) { return MayStop(j, holder, i, g, fair); };
   // Every slice but an uneven gang's last is shape.per_node GPUs, each on a node of its own:
   // fewer nodes to host one than the gang has such slices, no plan.
   const std::vector<int32_t>& visit = CouldHost(shape.per_node);
   if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
+  planned_ = true;
   auto plan =
       PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
                      MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
@@ -540,6 +554,18 @@ bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) co
   return cs_.total_free() + freed - j.gpus.value() < required;
 }
 
+bool Cycle::BlockedByNoPingPong(const JobSpec& j, const Shape& shape) {
+  const bool holder = reservations_ < cfg_.max_reservations;
+  std::optional<FairShare::Preemptor> fair;
+  auto eligible = [&](size_t i) { return MayStop(j, holder, i, 0.0, fair); };
+  const std::vector<int32_t>& visit = CouldHost(shape.per_node);
+  if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
+  auto plan =
+      PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
+                     MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
+  return plan && !plan->victims.empty() && !Futile(j, *plan, holder);
+}
+
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   if (reservations_ >= cfg_.max_reservations) return false;
   const JobSpec& j = *p.spec;
@@ -592,6 +618,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
 
 bool Cycle::Process(const PendingJob& p, const Shape& shape) {
   const JobSpec& j = *p.spec;
+  planned_ = false;
   if (auto it = waiting_on_victims_.find(j.id.value()); it != waiting_on_victims_.end()) {
     Note(p, Reason{ReasonCode::kWaitPreemption, {}, {}, it->second.value(), 0}, it->second);
     return true;
@@ -662,12 +689,13 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
                    shape.per_node});
     return false;
   }
-  Note(p, Reason{ReasonCode::kWaitGpus,
-                 {},
-                 j.budget,
-                 j.gpus.value(),
-                 cs_.total_free(),
-                 key >= 1.0 ? kShareServed : kBelowShare});
+  // Below its share, a job that planned and found nothing may be kept back by its own size: one
+  // more plan (explained cycles only, and no more of them than the cycle's bound on plans) tells
+  // a gang's user that it waits for GPUs to come free, not for work to pass its protection.
+  const ShareStanding standing = key >= 1.0                                  ? kShareServed
+                                 : planned_ && BlockedByNoPingPong(j, shape) ? kWouldPassVictims
+                                                                             : kBelowShare;
+  Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing});
   return false;
 }
 

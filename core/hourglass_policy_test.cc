@@ -538,6 +538,47 @@ TEST(HourglassPolicy, AWaitingJobsReasonSaysWhereItsBudgetStands) {
             "it may stop only work of budgets further above theirs)");
 }
 
+// b is below its share, and a's 1-GPU jobs are past their protection. b's 1-GPU job may stop one
+// of them; its 8-GPU job may not: holding 8 GPUs, b would be served better than a is once it has
+// lost one job (keys 1.18 against 1.15; no ping-pong). Its reason says that it waits for GPUs
+// to come free, not that a's work is protected.
+TEST(HourglassPolicy, AJobKeptBackByItsOwnSizeSaysSo) {
+  auto world = [](int32_t gpus) {
+    World w({Top("a"), Top("b")});
+    const NodeId n0 = w.AddNode();
+    w.History("a", Days(2), 4.0, 4.0);
+    w.History("b", Days(2), 3.9, 4.0);
+    for (int i = 0; i < 8; ++i)
+      w.Run(w.NewJob(1, "a", Hours(1)), Days(2) - Hours(3), {{n0, Gpus(1)}});
+    w.Pend(w.NewJob(gpus, "b"), Days(2) - Minutes(10));
+    return w;
+  };
+  {
+    World w = world(1);
+    const Decisions d = w.Cycle(Days(2));
+    ASSERT_EQ(d.stops.size(), 1u);
+    EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptFairShare);
+  }
+  World w = world(8);
+  const JobId gang = JobId(9);
+  const Decisions d = w.Cycle(Days(2));
+  EXPECT_TRUE(d.stops.empty());
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.reservations.empty());
+  const PendingNote* note = NoteFor(d, gang);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.code, ReasonCode::kWaitGpus);
+  EXPECT_EQ(note->reason.c, kWouldPassVictims);
+  EXPECT_EQ(Describe(note->reason, w.tree()),
+            "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share, "
+            "but would be served better than every budget whose work it could stop once it held "
+            "these GPUs, and may not leave them below it: it waits for GPUs to come free)");
+  // Explaining changes no decision: the same cycle unexplained decides the same.
+  const Decisions quiet = w.Cycle(Days(2), false);
+  EXPECT_TRUE(quiet.stops.empty());
+  EXPECT_TRUE(quiet.starts.empty());
+}
+
 // Enough GPUs are free in total, but on no node where the job's shape fits, and the work beside
 // them is protected: the reason says so, not "none preemptible" beside free GPUs. With a node
 // that the shape fits, the job starts there instead.

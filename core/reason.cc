@@ -61,6 +61,10 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
         s += ", which has had its share: it may stop only work of budgets further above theirs";
       else if (r.c == kBelowShare)
         s += ", which is below its share: the work it may stop is still protected or too little";
+      else if (r.c == kWouldPassVictims)
+        s += ", which is below its share, but would be served better than every budget whose work "
+             "it could stop once it held these GPUs, and may not leave them below it: it waits "
+             "for GPUs to come free";
       return s + ")";
     }
     case ReasonCode::kWaitBudgetLimit:
