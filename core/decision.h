@@ -54,15 +54,19 @@ enum class ReasonCode {
 };
 
 // kWaitGpus's c: whether the job's budget has had its share (fair-share key >= 1, so it may stop
-// only work of budgets further above theirs) or not (what it may stop is still protected, or too
-// little), or not but the job's own GPUs would put it above every budget whose work it could stop
-// (the no-ping-pong rule: a large gang waits for GPUs to come free). A category, not the key
-// itself: the key moves every cycle, and a reason is logged when it changes.
+// only work of budgets further above theirs) or not, and then what keeps it waiting: work it
+// could stop that is still protected; its own GPUs, which would put its budget above every budget
+// whose work it could stop (the no-ping-pong rule: a large gang waits for GPUs to come free); or
+// too little work it may stop even once protections end. kBelowShare: one of those, not told
+// apart (the job had no plan of its own this cycle). A category, not the key itself: the key
+// moves every cycle, and a reason is logged when it changes.
 enum ShareStanding : int64_t {
   kStandingUnknown = 0,
   kBelowShare = 1,
   kShareServed = 2,
   kWouldPassVictims = 3,
+  kWaitsForProtection = 4,
+  kTooLittleToStop = 5,
 };
 
 struct Reason {

@@ -70,13 +70,15 @@ class Cycle {
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   // May running job i be stopped for j? The contract, leases, the reservation's case (c) when j
   // is its `holder`, and fair share, whose test counts `fair_gpus` of j's on its budget's side
-  // (`fair` is made on first use: most plans never ask it).
+  // (`fair` is made on first use: most plans never ask it). `protection_over`: as if every
+  // contract, lease and quick_protect had ended (for a reason, never for a decision).
   bool MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
-               std::optional<FairShare::Preemptor>& fair);
-  // For the reason of a job below its share that found nothing to stop: would a plan have found
-  // victims had its own GPUs not counted on its budget's side? Then it is the no-ping-pong rule
-  // that keeps it waiting, not protection.
-  bool BlockedByNoPingPong(const JobSpec& j, const Shape& shape);
+               std::optional<FairShare::Preemptor>& fair, bool protection_over = false);
+  // For the reason of a job below its share that planned and found nothing to stop: would a plan
+  // have found victims had its own GPUs not counted on its budget's side (then the no-ping-pong
+  // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
+  // (kWaitsForProtection)? Else the work it may stop is too little (kTooLittleToStop).
+  ShareStanding WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
   // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
   // once the victims have gone and j has what it needs, fewer GPUs would be free than the
   // headroom then asks for, so j could not take them. A stopped quick job no longer fills the
@@ -252,7 +254,7 @@ class Cycle {
   int64_t headroom_left_ = 0;    // pending jobs that may use the headroom, not reached yet
   int64_t quick_unstarted_ = 0;  // pending quick jobs not started in this cycle (yet)
   Seconds reservation_due_ = kNever;
-  bool planned_ = false;  // the job Process is at had a preemption plan worked out this cycle
+  bool planned_ = false;  // the job Process is at was within this cycle's bound on plans
   int reservations_ = 0;
   int preempt_attempts_ = 0;
   int64_t alloc_moves_ = 0;  // calls of AddAlloc so far
@@ -415,17 +417,17 @@ const std::vector<int32_t>& Cycle::CouldHost(int32_t g) {
 }
 
 bool Cycle::MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
-                    std::optional<FairShare::Preemptor>& fair) {
+                    std::optional<FairShare::Preemptor>& fair, bool protection_over) {
   const Facts& f = facts_[i];
   if (!f.funded) return true;
-  if (s_.now < f.contract_until) return false;  // the contract
+  if (s_.now < f.contract_until && !protection_over) return false;  // the contract
   const RunningJob& r = s_.running[i];
   const bool yields = holder && YieldsToReservation(j, r);
   // A session's lease does not hold on the reserved GPUs it was let onto (MayUseReserved).
   if (yields && r.backfilled) return true;
-  if (s_.now < f.protected_until) return false;  // a session's lease
+  if (s_.now < f.protected_until && !protection_over) return false;  // a session's lease
   if (yields) return true;
-  if (s_.now < SparedUntil(r)) return false;
+  if (s_.now < SparedUntil(r) && !protection_over) return false;
   // Under quick_first quick jobs come before other funded work both ways: a quick job may stop
   // non-quick work of a budget over its share, and non-quick work does not stop a quick job for
   // fair share. Otherwise the stopped work, back in the queue with its budget now below the
@@ -444,6 +446,7 @@ bool Cycle::MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
 bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // Planning is O(nodes); a bounded number per cycle keeps the cycle fast on big queues.
   if (++preempt_attempts_ > max_plans_) return false;
+  planned_ = true;
   const JobSpec& j = *p.spec;
   // The reservation goes to the first job in fair-share order that can neither start nor
   // preempt: while none is held, this job is that one, and backfilled work yields to it.
@@ -457,7 +460,6 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   // fewer nodes to host one than the gang has such slices, no plan.
   const std::vector<int32_t>& visit = CouldHost(shape.per_node);
   if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
-  planned_ = true;
   auto plan =
       PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
                      MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
@@ -554,16 +556,26 @@ bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) co
   return cs_.total_free() + freed - j.gpus.value() < required;
 }
 
-bool Cycle::BlockedByNoPingPong(const JobSpec& j, const Shape& shape) {
+ShareStanding Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
   const bool holder = reservations_ < cfg_.max_reservations;
-  std::optional<FairShare::Preemptor> fair;
-  auto eligible = [&](size_t i) { return MayStop(j, holder, i, 0.0, fair); };
-  const std::vector<int32_t>& visit = CouldHost(shape.per_node);
-  if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
-  auto plan =
-      PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                     MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
-  return plan && !plan->victims.empty() && !Futile(j, *plan, holder);
+  auto found = [&](bool protection_over) {
+    std::optional<FairShare::Preemptor> fair;
+    auto eligible = [&](size_t i) { return MayStop(j, holder, i, 0.0, fair, protection_over); };
+    // With protection over, any node may host a slice: neither may_leave_ nor CouldHost, which
+    // count only unprotected work, bounds the plan.
+    const std::span<const int32_t> visit =
+        protection_over ? std::span<const int32_t>{} : CouldHost(shape.per_node);
+    if (!protection_over && visit.size() < static_cast<size_t>(std::max(1, shape.count)))
+      return false;
+    auto plan =
+        PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
+                       MayUseReserved(j), protection_over ? std::span<const int32_t>{} : may_leave_,
+                       visit, soon_, slice_gpus_, &plan_scratch_);
+    return plan && !plan->victims.empty() && !Futile(j, *plan, holder);
+  };
+  if (found(false)) return kWouldPassVictims;
+  if (found(true)) return kWaitsForProtection;
+  return kTooLittleToStop;
 }
 
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
@@ -689,12 +701,13 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
                    shape.per_node});
     return false;
   }
-  // Below its share, a job that planned and found nothing may be kept back by its own size: one
-  // more plan (explained cycles only, and no more of them than the cycle's bound on plans) tells
-  // a gang's user that it waits for GPUs to come free, not for work to pass its protection.
-  const ShareStanding standing = key >= 1.0                                  ? kShareServed
-                                 : planned_ && BlockedByNoPingPong(j, shape) ? kWouldPassVictims
-                                                                             : kBelowShare;
+  // Below its share, a job that planned and found nothing is kept back by its own size, by
+  // protection, or by too little work it may stop. One or two more plans tell which (explained
+  // cycles only, and only for jobs within the cycle's bound on plans): a gang's user learns that
+  // it waits for GPUs to come free, not for work to pass its protection.
+  const ShareStanding standing = key >= 1.0 ? kShareServed
+                                 : planned_ ? WhyBelowShareWaits(j, shape)
+                                            : kBelowShare;
   Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing});
   return false;
 }

@@ -504,15 +504,32 @@ TEST(HourglassPolicy, AJobHeldBackByTheHeadroomSaysSo) {
   }
 }
 
+// Budgets a and b of equal share, each owed 4 of the 8 GPUs over two days and delivered the given
+// rates; a's 8-GPU job (min_runtime `protect`, started `age` before day 2) holds the one node.
+World HeldByA(double a_delivered, double b_delivered, Seconds protect, Seconds age) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  w.History("a", Days(2), a_delivered, 4.0);
+  w.History("b", Days(2), b_delivered, 4.0);
+  w.Run(w.NewJob(8, "a", protect), Days(2) - age, {{n0, Gpus(8)}});
+  return w;
+}
+
+// Job `job` waits in `d` for GPUs, its budget standing as `standing`, in these words.
+void ExpectWaitGpus(const Decisions& d, const World& w, JobId job, ShareStanding standing,
+                    const std::string& words) {
+  const PendingNote* note = NoteFor(d, job);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.code, ReasonCode::kWaitGpus);
+  EXPECT_EQ(note->reason.c, standing);
+  EXPECT_EQ(Describe(note->reason, w.tree()), words);
+}
+
 // A job that waits for GPUs says where its budget stands, which is why nothing it may stop frees
 // enough: b, below its share, waits for a's protected work; a, over its share, may stop only work
 // of budgets further above theirs.
 TEST(HourglassPolicy, AWaitingJobsReasonSaysWhereItsBudgetStands) {
-  World w({Top("a"), Top("b")});
-  const NodeId n0 = w.AddNode();
-  w.History("a", Days(2), 6.0, 4.0);
-  w.History("b", Days(2), 0.0, 4.0);
-  w.Run(w.NewJob(8, "a", Hours(8)), Days(2) - Hours(1), {{n0, Gpus(8)}});
+  World w = HeldByA(6.0, 0.0, Hours(8), Hours(1));
   const JobSpec& below = w.NewJob(1, "b");
   w.Pend(below, Days(2) - Minutes(10));
   const JobSpec& served = w.NewJob(1, "a");
@@ -527,10 +544,10 @@ TEST(HourglassPolicy, AWaitingJobsReasonSaysWhereItsBudgetStands) {
   ASSERT_NE(b, nullptr);
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(b->reason.code, ReasonCode::kWaitGpus);
-  EXPECT_EQ(b->reason.c, kBelowShare);
+  EXPECT_EQ(b->reason.c, kWaitsForProtection);
   EXPECT_EQ(Describe(b->reason, w.tree()),
             "waiting for 1 GPUs (0 free, none preemptible for budget b, which is below its share: "
-            "the work it may stop is still protected or too little)");
+            "the work it may stop is still protected)");
   EXPECT_EQ(a->reason.code, ReasonCode::kWaitGpus);
   EXPECT_EQ(a->reason.c, kShareServed);
   EXPECT_EQ(Describe(a->reason, w.tree()),
@@ -565,18 +582,32 @@ TEST(HourglassPolicy, AJobKeptBackByItsOwnSizeSaysSo) {
   EXPECT_TRUE(d.stops.empty());
   EXPECT_TRUE(d.starts.empty());
   EXPECT_TRUE(d.reservations.empty());
-  const PendingNote* note = NoteFor(d, gang);
-  ASSERT_NE(note, nullptr);
-  EXPECT_EQ(note->reason.code, ReasonCode::kWaitGpus);
-  EXPECT_EQ(note->reason.c, kWouldPassVictims);
-  EXPECT_EQ(Describe(note->reason, w.tree()),
-            "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share, "
-            "but would be served better than every budget whose work it could stop once it held "
-            "these GPUs, and may not leave them below it: it waits for GPUs to come free)");
+  ExpectWaitGpus(
+      d, w, gang, kWouldPassVictims,
+      "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share, "
+      "but would be served better than every budget whose work it could stop once it held "
+      "these GPUs, and may not leave them below it: it waits for GPUs to come free)");
   // Explaining changes no decision: the same cycle unexplained decides the same.
   const Decisions quiet = w.Cycle(Days(2), false);
   EXPECT_TRUE(quiet.stops.empty());
   EXPECT_TRUE(quiet.starts.empty());
+}
+
+// b is below its share, but a, whose job holds the node past its protection, is further below
+// (keys 0.6 and 0.4 once it lost the job): fair share lets b stop nothing, however long it waits,
+// and its reason says so rather than naming protection.
+TEST(HourglassPolicy, AJobWithNothingItMayStopSaysSo) {
+  World w = HeldByA(2.0, 3.0, Hours(1), Hours(3));
+  const JobSpec& waiting = w.NewJob(8, "b");
+  w.Pend(waiting, Days(2) - Minutes(10));
+  const Decisions d = w.Cycle(Days(2));
+  EXPECT_TRUE(d.stops.empty());
+  EXPECT_TRUE(d.reservations.empty());
+  ExpectWaitGpus(
+      d, w, waiting.id, kTooLittleToStop,
+      "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share: "
+      "even once protections end, the work it may stop would not free enough GPUs where it "
+      "fits)");
 }
 
 // Enough GPUs are free in total, but on no node where the job's shape fits, and the work beside

@@ -59,6 +59,11 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
                       " free, none preemptible for budget " + Budget(tree, r.budget);
       if (r.c == kShareServed)
         s += ", which has had its share: it may stop only work of budgets further above theirs";
+      else if (r.c == kWaitsForProtection)
+        s += ", which is below its share: the work it may stop is still protected";
+      else if (r.c == kTooLittleToStop)
+        s += ", which is below its share: even once protections end, the work it may stop would "
+             "not free enough GPUs where it fits";
       else if (r.c == kBelowShare)
         s += ", which is below its share: the work it may stop is still protected or too little";
       else if (r.c == kWouldPassVictims)
