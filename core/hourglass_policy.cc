@@ -68,6 +68,10 @@ class Cycle {
   bool TryFree(const PendingJob& p, const Shape& shape, bool respect_headroom,
                ReasonCode code = ReasonCode::kStartFree);
   bool TryPreempt(const PendingJob& p, const Shape& shape);
+  // A preemption plan for j with these victims allowed. `protection_over` (for a reason only):
+  // every node is visited, as may_leave_ and CouldHost count only unprotected work.
+  std::optional<PreemptionPlan> Plan(const JobSpec& j, const Shape& shape,
+                                     FunctionRef<bool(size_t)> eligible, bool protection_over);
   // May running job i be stopped for j? The contract, leases, the reservation's case (c) when j
   // is its `holder`, and fair share, whose test counts `fair_gpus` of j's on its budget's side
   // (`fair` is made on first use: most plans never ask it). `protection_over`: as if every
@@ -456,13 +460,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;
   auto eligible = [&](size_t i) { return MayStop(j, holder, i, g, fair); };
-  // Every slice but an uneven gang's last is shape.per_node GPUs, each on a node of its own:
-  // fewer nodes to host one than the gang has such slices, no plan.
-  const std::vector<int32_t>& visit = CouldHost(shape.per_node);
-  if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return false;
-  auto plan =
-      PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                     MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
+  auto plan = Plan(j, shape, eligible, false);
   if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
   // The victims' GPUs come free in a later cycle, where the debug headroom still holds. If they
   // would only refill it, stopping funded work serves not this job but the next debug job to
@@ -556,21 +554,26 @@ bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) co
   return cs_.total_free() + freed - j.gpus.value() < required;
 }
 
+std::optional<PreemptionPlan> Cycle::Plan(const JobSpec& j, const Shape& shape,
+                                          FunctionRef<bool(size_t)> eligible,
+                                          bool protection_over) {
+  if (protection_over)  // any node may host a slice: may_leave_ and CouldHost do not bound it
+    return PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
+                          MayUseReserved(j), {}, {}, soon_, slice_gpus_, &plan_scratch_);
+  // Every slice but an uneven gang's last is shape.per_node GPUs, each on a node of its own:
+  // fewer nodes to host one than the gang has such slices, no plan.
+  const std::vector<int32_t>& visit = CouldHost(shape.per_node);
+  if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return std::nullopt;
+  return PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
+                        MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
+}
+
 ShareStanding Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
   const bool holder = reservations_ < cfg_.max_reservations;
   auto found = [&](bool protection_over) {
     std::optional<FairShare::Preemptor> fair;
     auto eligible = [&](size_t i) { return MayStop(j, holder, i, 0.0, fair, protection_over); };
-    // With protection over, any node may host a slice: neither may_leave_ nor CouldHost, which
-    // count only unprotected work, bounds the plan.
-    const std::span<const int32_t> visit =
-        protection_over ? std::span<const int32_t>{} : CouldHost(shape.per_node);
-    if (!protection_over && visit.size() < static_cast<size_t>(std::max(1, shape.count)))
-      return false;
-    auto plan =
-        PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, eligible, s_.now,
-                       MayUseReserved(j), protection_over ? std::span<const int32_t>{} : may_leave_,
-                       visit, soon_, slice_gpus_, &plan_scratch_);
+    auto plan = Plan(j, shape, eligible, protection_over);
     return plan && !plan->victims.empty() && !Futile(j, *plan, holder);
   };
   if (found(false)) return kWouldPassVictims;
