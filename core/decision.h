@@ -58,7 +58,8 @@ enum class ReasonCode {
 // could stop that is still protected; its own GPUs, which would put its budget above every budget
 // whose work it could stop (the no-ping-pong rule: a large gang waits for GPUs to come free); or
 // too little work it may stop even once protections end. kBelowShare: one of those, not told
-// apart (the job had no plan of its own this cycle). A category, not the key itself: the key
+// apart (the cycle's bound on preemption plans cut planning short before the job or its shape
+// had one). A category, not the key itself: the key
 // moves every cycle, and a reason is logged when it changes.
 enum ShareStanding : int64_t {
   kStandingUnknown = 0,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 #include "core/cluster_state.h"
 #include "core/failure_cache.h"
@@ -83,6 +84,13 @@ class Cycle {
   // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
   // (kWaitsForProtection)? Else the work it may stop is too little (kTooLittleToStop).
   ShareStanding WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
+  // The standing of a job below its share that waits (explained cycles only). A job the failure
+  // cache passed over had no plan of its own: it says what the leaf's job of the same shape
+  // found, or, for a shape of its own, what plans made for it find, within a bound on such plans
+  // per cycle. Past that bound, or once the cycle's bound on preemption plans cut planning short
+  // (its shape may then have failed unplanned), it keeps the words that do not tell the causes
+  // apart (kBelowShare).
+  ShareStanding BelowShareStanding(const JobSpec& j, const Shape& shape);
   // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
   // once the victims have gone and j has what it needs, fewer GPUs would be free than the
   // headroom then asks for, so j could not take them. A stopped quick job no longer fills the
@@ -259,6 +267,10 @@ class Cycle {
   int64_t quick_unstarted_ = 0;  // pending quick jobs not started in this cycle (yet)
   Seconds reservation_due_ = kNever;
   bool planned_ = false;  // the job Process is at was within this cycle's bound on plans
+  // Explained cycles: the standing found for a leaf's jobs of one shape (per_node, count, rest),
+  // apart for quick jobs and for jobs that may use reserved GPUs, as plans treat them apart.
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t, bool, bool>, ShareStanding> standing_;
+  int explain_plans_ = 0;  // standings worked out for jobs with no plan of their own
   int reservations_ = 0;
   int preempt_attempts_ = 0;
   int64_t alloc_moves_ = 0;  // calls of AddAlloc so far
@@ -581,6 +593,20 @@ ShareStanding Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
   return kTooLittleToStop;
 }
 
+ShareStanding Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) {
+  const auto at = std::make_tuple(j.budget.value(), shape.per_node, shape.count, shape.rest,
+                                  IsQuick(j), MayUseReserved(j));
+  if (!planned_) {
+    if (auto it = standing_.find(at); it != standing_.end()) return it->second;
+    // A shape that failed once planning was cut short may have failed without a plan, and then
+    // what keeps it waiting is not known: a plan counting its own GPUs might have found victims.
+    if (preempt_attempts_ > max_plans_ || ++explain_plans_ > max_plans_) return kBelowShare;
+  }
+  const ShareStanding standing = WhyBelowShareWaits(j, shape);
+  standing_.insert_or_assign(at, standing);
+  return standing;
+}
+
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   if (reservations_ >= cfg_.max_reservations) return false;
   const JobSpec& j = *p.spec;
@@ -708,9 +734,7 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
   // protection, or by too little work it may stop. One or two more plans tell which (explained
   // cycles only, and only for jobs within the cycle's bound on plans): a gang's user learns that
   // it waits for GPUs to come free, not for work to pass its protection.
-  const ShareStanding standing = key >= 1.0 ? kShareServed
-                                 : planned_ ? WhyBelowShareWaits(j, shape)
-                                            : kBelowShare;
+  const ShareStanding standing = key >= 1.0 ? kShareServed : BelowShareStanding(j, shape);
   Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing});
   return false;
 }

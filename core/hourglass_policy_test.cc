@@ -525,6 +525,16 @@ void ExpectWaitGpus(const Decisions& d, const World& w, JobId job, ShareStanding
   EXPECT_EQ(Describe(note->reason, w.tree()), words);
 }
 
+// An explained cycle at day 2 with no reservation to hand out, in which no job starts or stops.
+Decisions ExplainedCycleWhereAllWait(World& w) {
+  PolicyConfig cfg;
+  cfg.max_reservations = 0;
+  Decisions d = w.Cycle(Days(2), true, cfg);
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.stops.empty());
+  return d;
+}
+
 // A job that waits for GPUs says where its budget stands, which is why nothing it may stop frees
 // enough: b, below its share, waits for a's protected work; a, over its share, may stop only work
 // of budgets further above theirs.
@@ -534,11 +544,7 @@ TEST(HourglassPolicy, AWaitingJobsReasonSaysWhereItsBudgetStands) {
   w.Pend(below, Days(2) - Minutes(10));
   const JobSpec& served = w.NewJob(1, "a");
   w.Pend(served, Days(2) - Minutes(5));
-  PolicyConfig cfg;
-  cfg.max_reservations = 0;
-  const Decisions d = w.Cycle(Days(2), true, cfg);
-  EXPECT_TRUE(d.starts.empty());
-  EXPECT_TRUE(d.stops.empty());
+  const Decisions d = ExplainedCycleWhereAllWait(w);
   const PendingNote* b = NoteFor(d, below.id);
   const PendingNote* a = NoteFor(d, served.id);
   ASSERT_NE(b, nullptr);
@@ -605,6 +611,36 @@ TEST(HourglassPolicy, AJobWithNothingItMayStopSaysSo) {
   EXPECT_TRUE(d.reservations.empty());
   ExpectWaitGpus(
       d, w, waiting.id, kTooLittleToStop,
+      "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share: "
+      "even once protections end, the work it may stop would not free enough GPUs where it "
+      "fits)");
+}
+
+// A leaf's later jobs of a shape that already failed in the cycle are passed over by the failure
+// cache, with no plan of their own; their reason still says what keeps them waiting. b's first
+// 4-GPU job may stop only a's job, still protected; a second one says the same; b's 8-GPU job
+// would need b's own running job too, so even once a's protection ends too little frees.
+TEST(HourglassPolicy, JobsPassedOverByTheFailureCacheSayWhatKeepsThemWaiting) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  w.History("a", Days(2), 6.0, 4.0);
+  w.History("b", Days(2), 1.0, 4.0);
+  w.Run(w.NewJob(4, "a", Hours(8)), Days(2) - Hours(1), {{n0, Gpus(4)}});
+  w.Run(w.NewJob(4, "b", Hours(8)), Days(2) - Hours(1), {{n0, Gpus(4)}});
+  const JobSpec& first = w.NewJob(4, "b");
+  w.Pend(first, Days(2) - Minutes(30));
+  const JobSpec& second = w.NewJob(4, "b");
+  w.Pend(second, Days(2) - Minutes(20));
+  const JobSpec& whole = w.NewJob(8, "b");
+  w.Pend(whole, Days(2) - Minutes(10));
+  const Decisions d = ExplainedCycleWhereAllWait(w);
+  const std::string protected_words =
+      "waiting for 4 GPUs (0 free, none preemptible for budget b, which is below its share: the "
+      "work it may stop is still protected)";
+  ExpectWaitGpus(d, w, first.id, kWaitsForProtection, protected_words);
+  ExpectWaitGpus(d, w, second.id, kWaitsForProtection, protected_words);
+  ExpectWaitGpus(
+      d, w, whole.id, kTooLittleToStop,
       "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share: "
       "even once protections end, the work it may stop would not free enough GPUs where it "
       "fits)");
