@@ -90,7 +90,21 @@ class Cycle {
   // per cycle. Past that bound, or once the cycle's bound on preemption plans cut planning short
   // (its shape may then have failed unplanned), it keeps the words that do not tell the causes
   // apart (kBelowShare).
-  ShareStanding BelowShareStanding(const JobSpec& j, const Shape& shape);
+  // With the earliest time a job waiting for protected work could start (kNever otherwise).
+  struct Standing {
+    ShareStanding standing = kBelowShare;
+    Seconds eta = kNever;
+  };
+  Standing BelowShareStanding(const JobSpec& j, const Shape& shape);
+  // When j's shape fits, as things stand: free GPUs, the jobs leaving, and the work j may stop
+  // once its protection ends (killed a grace period later), or that reaches its max_runtime.
+  // Where the reservation would be due were j its holder but for case (c); jobs before j in the
+  // fair-share order may take those GPUs first, so it is an earliest start, not a promise.
+  Seconds EarliestOnceProtectionsEnd(const JobSpec& j, const Shape& shape);
+  // When node n has `per_node` GPUs: its free ones, then the GPUs of its running jobs as each is
+  // released at `release_at(i)` (kNever: at no known time). kNever for a node that is not ready or
+  // that a reservation of this cycle counts on.
+  Seconds ReadyAt(size_t n, int32_t per_node, FunctionRef<Seconds(size_t)> release_at);
   // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
   // once the victims have gone and j has what it needs, fewer GPUs would be free than the
   // headroom then asks for, so j could not take them. A stopped quick job no longer fills the
@@ -269,7 +283,7 @@ class Cycle {
   bool planned_ = false;  // the job Process is at was within this cycle's bound on plans
   // Explained cycles: the standing found for a leaf's jobs of one shape (per_node, count, rest),
   // apart for quick jobs and for jobs that may use reserved GPUs, as plans treat them apart.
-  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t, bool, bool>, ShareStanding> standing_;
+  std::map<std::tuple<int32_t, int32_t, int32_t, int32_t, bool, bool>, Standing> standing_;
   int explain_plans_ = 0;  // standings worked out for jobs with no plan of their own
   int reservations_ = 0;
   int preempt_attempts_ = 0;
@@ -593,18 +607,54 @@ ShareStanding Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
   return kTooLittleToStop;
 }
 
-ShareStanding Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) {
+Cycle::Standing Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) {
   const auto at = std::make_tuple(j.budget.value(), shape.per_node, shape.count, shape.rest,
                                   IsQuick(j), MayUseReserved(j));
   if (!planned_) {
     if (auto it = standing_.find(at); it != standing_.end()) return it->second;
     // A shape that failed once planning was cut short may have failed without a plan, and then
     // what keeps it waiting is not known: a plan counting its own GPUs might have found victims.
-    if (preempt_attempts_ > max_plans_ || ++explain_plans_ > max_plans_) return kBelowShare;
+    if (preempt_attempts_ > max_plans_ || ++explain_plans_ > max_plans_) return {};
   }
-  const ShareStanding standing = WhyBelowShareWaits(j, shape);
+  Standing standing{WhyBelowShareWaits(j, shape)};
+  if (standing.standing == kWaitsForProtection) standing.eta = EarliestOnceProtectionsEnd(j, shape);
   standing_.insert_or_assign(at, standing);
   return standing;
+}
+
+Seconds Cycle::EarliestOnceProtectionsEnd(const JobSpec& j, const Shape& shape) {
+  const double g = j.gpus.value();
+  std::optional<FairShare::Preemptor> fair;
+  return ChooseReservation(shape, cs_,
+                           [&](size_t n) {
+                             return ReadyAt(n, shape.per_node, [&](size_t i) {
+                               const RunningJob& r = s_.running[i];
+                               if (stopping_[i]) return std::max(s_.now, r.stop_at);
+                               if (!r.spec->funded()) return s_.now + r.spec->grace;
+                               if (MayStop(j, false, i, g, fair, true)) {
+                                 const Seconds bound = ReleaseBound(r);
+                                 if (bound != kNever)
+                                   return std::max({s_.now, bound, SparedUntil(r)}) + r.spec->grace;
+                               }
+                               return r.spec->max_runtime ? r.started + *r.spec->max_runtime
+                                                          : kNever;
+                             });
+                           })
+      .due;
+}
+
+Seconds Cycle::ReadyAt(size_t n, int32_t per_node, FunctionRef<Seconds(size_t)> release_at) {
+  const NodeId id(static_cast<int32_t>(n));
+  // With PolicyConfig::max_reservations > 1: a node an earlier reservation of this cycle counts
+  // on, its free GPUs and the releases to come, is that job's until it starts.
+  if (!cs_.ready(id) || (!in_reservation_.empty() && in_reservation_[n])) return kNever;
+  if (cs_.free(id) >= per_node) return s_.now;  // no need to list its releases
+  std::vector<Release>& rel = releases_;
+  rel.clear();
+  for (size_t i : on_node_[n])
+    if (const Seconds t = release_at(i); t != kNever) rel.push_back(Release{t, GpusOn(i, id)});
+  std::sort(rel.begin(), rel.end());
+  return FirstTimeWith(cs_.free(id), per_node, rel, s_.now);
 }
 
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
@@ -619,32 +669,18 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
   // (max_runtime), and jobs that become preemptible for it (protection ends).
   const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
-    const NodeId id(static_cast<int32_t>(n));
-    // With PolicyConfig::max_reservations > 1: a node an earlier reservation of this cycle counts
-    // on, its free GPUs and the releases to come, is that job's until it starts.
-    if (!cs_.ready(id) || (!in_reservation_.empty() && in_reservation_[n])) return kNever;
-    if (cs_.free(id) >= shape.per_node) return s_.now;  // no need to list its releases
-    std::vector<Release>& rel = releases_;
-    rel.clear();
-    for (size_t i : on_node_[n]) {
+    return ReadyAt(n, shape.per_node, [&](size_t i) {
       const RunningJob& r = s_.running[i];
-      Seconds t = kNever;
-      if (stopping_[i]) {
-        t = std::max(s_.now, r.stop_at);
-      } else if (!r.spec->funded()) {
-        t = s_.now;
-      } else if (const bool yields = YieldsToReservation(j, r); yields && r.backfilled) {
-        t = std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
+      if (stopping_[i]) return std::max(s_.now, r.stop_at);
+      if (!r.spec->funded()) return s_.now;
+      if (const bool yields = YieldsToReservation(j, r); yields && r.backfilled) {
+        return std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
       } else if (yields || fair_share_allows(i, r)) {
-        t = std::max(s_.now, ReleaseBound(r));
-        if (!yields) t = std::max(t, SparedUntil(r));
-      } else if (r.spec->max_runtime) {
-        t = r.started + *r.spec->max_runtime;
+        const Seconds t = std::max(s_.now, ReleaseBound(r));
+        return yields ? t : std::max(t, SparedUntil(r));
       }
-      if (t != kNever) rel.push_back(Release{t, GpusOn(i, id)});
-    }
-    std::sort(rel.begin(), rel.end());
-    return FirstTimeWith(cs_.free(id), shape.per_node, rel, s_.now);
+      return r.spec->max_runtime ? r.started + *r.spec->max_runtime : kNever;
+    });
   });
   if (plan.due == kNever) return false;
   cs_.Reserve(plan.slices);
@@ -734,8 +770,12 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
   // protection, or by too little work it may stop. One or two more plans tell which (explained
   // cycles only, and only for jobs within the cycle's bound on plans): a gang's user learns that
   // it waits for GPUs to come free, not for work to pass its protection.
-  const ShareStanding standing = key >= 1.0 ? kShareServed : BelowShareStanding(j, shape);
-  Note(p, Reason{ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing});
+  const Standing standing = key >= 1.0 ? Standing{kShareServed} : BelowShareStanding(j, shape);
+  Note(
+      p,
+      Reason{
+          ReasonCode::kWaitGpus, {}, j.budget, j.gpus.value(), cs_.total_free(), standing.standing},
+      standing.eta);
   return false;
 }
 

@@ -72,6 +72,7 @@ class World : public policytest::PolicyWorld {
   BudgetId Id(std::string_view name) const { return *tree().Find(name); }
 };
 
+using policytest::ExpectOnlyAReservation;
 using policytest::NoteFor;
 using policytest::StartOf;
 using policytest::StopOf;
@@ -554,6 +555,9 @@ TEST(HourglassPolicy, AWaitingJobsReasonSaysWhereItsBudgetStands) {
   EXPECT_EQ(Describe(b->reason, w.tree()),
             "waiting for 1 GPUs (0 free, none preemptible for budget b, which is below its share: "
             "the work it may stop is still protected)");
+  // At the earliest once a's job, started an hour ago, is past its 8 h and its grace period.
+  EXPECT_EQ(b->estimated_start, Days(2) + Hours(7) + JobSpec{}.grace);
+  EXPECT_EQ(a->estimated_start, kNever);
   EXPECT_EQ(a->reason.code, ReasonCode::kWaitGpus);
   EXPECT_EQ(a->reason.c, kShareServed);
   EXPECT_EQ(Describe(a->reason, w.tree()),
@@ -639,11 +643,38 @@ TEST(HourglassPolicy, JobsPassedOverByTheFailureCacheSayWhatKeepsThemWaiting) {
       "work it may stop is still protected)";
   ExpectWaitGpus(d, w, first.id, kWaitsForProtection, protected_words);
   ExpectWaitGpus(d, w, second.id, kWaitsForProtection, protected_words);
+  for (const JobId id : {first.id, second.id})
+    EXPECT_EQ(NoteFor(d, id)->estimated_start, Days(2) + Hours(7) + JobSpec{}.grace);
+  EXPECT_EQ(NoteFor(d, whole.id)->estimated_start, kNever);
   ExpectWaitGpus(
       d, w, whole.id, kTooLittleToStop,
       "waiting for 8 GPUs (0 free, none preemptible for budget b, which is below its share: "
       "even once protections end, the work it may stop would not free enough GPUs where it "
       "fits)");
+}
+
+// A job waiting for protected work is told when it could start at the earliest: b's first job
+// holds the reservation of the node whose work leaves protection first, due then; b's second job
+// may count only on the other node, once a's job there is past its protection and grace period.
+TEST(HourglassPolicy, AJobWaitingForProtectedWorkIsToldItsEarliestStart) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  const NodeId n1 = w.AddNode();
+  w.History("a", Days(2), 6.0, 8.0);
+  w.History("b", Days(2), 0.0, 8.0);
+  w.Run(w.NewJob(8, "a", Hours(3)), Days(2) - Hours(1), {{n0, Gpus(8)}});
+  w.Run(w.NewJob(8, "a", Hours(6)), Days(2) - Hours(1), {{n1, Gpus(8)}});
+  const JobSpec& first = w.NewJob(8, "b");
+  w.Pend(first, Days(2) - Minutes(20));
+  const JobSpec& second = w.NewJob(8, "b");
+  w.Pend(second, Days(2) - Minutes(10));
+  const Decisions d = w.Cycle(Days(2));
+  ExpectOnlyAReservation(d, first.id, Days(2) + Hours(2), {{n0, Gpus(8)}});
+  EXPECT_EQ(NoteFor(d, first.id)->estimated_start, Days(2) + Hours(2));
+  const PendingNote* note = NoteFor(d, second.id);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.c, kWaitsForProtection);
+  EXPECT_EQ(note->estimated_start, Days(2) + Hours(5) + JobSpec{}.grace);
 }
 
 // Enough GPUs are free in total, but on no node where the job's shape fits, and the work beside

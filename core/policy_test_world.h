@@ -5,6 +5,8 @@
 // job constructor and the cycle call its tests read best with.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <deque>
 #include <optional>
@@ -135,6 +137,17 @@ inline const PendingNote* NoteFor(const Decisions& d, JobId id) {
   for (const PendingNote& n : d.pending)
     if (n.job == id) return &n;
   return nullptr;
+}
+
+// `d` starts and stops nothing, and reserves `slices` for `job` alone, due at `due`.
+inline void ExpectOnlyAReservation(const Decisions& d, JobId job, Seconds due,
+                                   const std::vector<Slice>& slices) {
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.stops.empty());
+  ASSERT_EQ(d.reservations.size(), 1u);
+  EXPECT_EQ(d.reservations[0].job, job);
+  EXPECT_EQ(d.reservations[0].due, due);
+  EXPECT_EQ(d.reservations[0].slices, slices);
 }
 
 }  // namespace hg::policytest

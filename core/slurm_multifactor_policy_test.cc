@@ -36,6 +36,7 @@ class World : public policytest::PolicyWorld {
   }
 };
 
+using policytest::ExpectOnlyAReservation;
 using policytest::NoteFor;
 using policytest::Started;
 
@@ -131,12 +132,7 @@ TEST(SlurmMultifactor, BlockedHeadFundedJobGetsAReservation) {
   w.Pend(head, Seconds(50));
   w.Pend(later, Seconds(60));
   const Decisions d = w.Cycle(Seconds(2000));
-  EXPECT_TRUE(d.starts.empty());
-  EXPECT_TRUE(d.stops.empty());
-  ASSERT_EQ(d.reservations.size(), 1u);
-  EXPECT_EQ(d.reservations[0].job, head.id);
-  EXPECT_EQ(d.reservations[0].due, Seconds(1000) + Hours(2));
-  EXPECT_EQ(d.reservations[0].slices, (std::vector<Slice>{Slice{n0, Gpus(8)}}));
+  ExpectOnlyAReservation(d, head.id, Seconds(1000) + Hours(2), {Slice{n0, Gpus(8)}});
   ASSERT_NE(NoteFor(d, head.id), nullptr);
   EXPECT_EQ(NoteFor(d, head.id)->reason.code, ReasonCode::kWaitReservation);
   ASSERT_NE(NoteFor(d, later.id), nullptr);

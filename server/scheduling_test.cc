@@ -484,6 +484,44 @@ TEST(Scheduling, ASessionInUseKeepsItsGpuAndOneLeftIdleIsPreemptedALeaseLater) {
   EXPECT_EQ(again["protected_until"], again["started_at"].get<int64_t>() + 2) << again.dump();
 }
 
+// What a user reads of a job that waits: a's work holds both nodes under its min_runtime. b's
+// first job holds the reservation of the node whose work leaves protection first, and starts
+// then at the latest; b's second is told it waits for protected work, and when it could start
+// at the earliest: once a's job on the other node is past its min_runtime and grace period.
+TEST(Scheduling, AJobWaitingForProtectedWorkIsToldItsEarliestStart) {
+  Cluster c;
+  c.AddBudget("a");
+  c.AddBudget("b");
+  const int64_t early = c.Submit({{"budget", "a"},
+                                  {"gpus", 4},
+                                  {"gpus_per_node", 4},
+                                  {"min_runtime_s", 3600},
+                                  {"command", {"x"}}});
+  const int64_t late = c.Submit({{"budget", "a"},
+                                 {"gpus", 4},
+                                 {"gpus_per_node", 4},
+                                 {"min_runtime_s", 7200},
+                                 {"command", {"x"}}});
+  ASSERT_TRUE(c.BeatUntil(
+      [&] { return c.Job(early)["state"] == "running" && c.Job(late)["state"] == "running"; }));
+  const int64_t first =
+      c.Submit({{"budget", "b"}, {"gpus", 4}, {"gpus_per_node", 4}, {"command", {"y"}}});
+  const int64_t second =
+      c.Submit({{"budget", "b"}, {"gpus", 4}, {"gpus_per_node", 4}, {"command", {"y"}}});
+  ASSERT_TRUE(c.BeatUntil([&] {
+    return c.Job(first)["reason_code"] == "wait_reservation" &&
+           c.Job(second)["reason_code"] == "wait_gpus";
+  })) << c.Job(first).dump()
+      << c.Job(second).dump();
+  EXPECT_EQ(c.Job(first)["estimated_start_at"], c.Job(early)["started_at"].get<int64_t>() + 3600);
+  const json waiting = c.Job(second);
+  EXPECT_EQ(waiting["estimated_start_at"],
+            c.Job(late)["started_at"].get<int64_t>() + 7200 + c.Job(late)["grace_s"].get<int64_t>())
+      << waiting.dump();
+  EXPECT_NE(waiting["reason"].get<std::string>().find("still protected"), std::string::npos)
+      << waiting.dump();
+}
+
 TEST(Scheduling, LogsAreFetchedFromTheAgentWithItsToken) {
   Harness h;
   const std::string agent = h.Principal("agent1", "agent");
