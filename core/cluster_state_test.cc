@@ -140,6 +140,19 @@ TEST(ClusterState, NothingFitsGivesNullopt) {
   EXPECT_TRUE(cs.Find(Shape{3, 2, 0}, false).has_value());
 }
 
+// Taking more GPUs than a node has free breaks the state's invariant, and the assertion says so
+// in the builds the tests run in (CMakeLists.txt keeps assert() on in optimised builds): a policy
+// that over-commits a node stops there instead of deciding on from a wrong state.
+TEST(ClusterStateDeathTest, TakingMoreThanANodeHasFreeIsCaught) {
+  World w;
+  const NodeId a = w.AddNode(8);
+  w.Use(a, 5);
+  ClusterState cs = w.State();
+  cs.Take(std::vector<Slice>{{a, Gpus(3)}});
+  EXPECT_EQ(cs.free(a), 0);
+  EXPECT_DEATH(cs.Take(std::vector<Slice>{{a, Gpus(1)}}), "free_\\[i\\] >= s.gpus.value\\(\\)");
+}
+
 TEST(ClusterState, MultiNodeGangStaysInTheTightestBlockThatFits) {
   World w;
   for (int i = 0; i < 2; ++i) w.AddNode(8, "A");  // nodes 0, 1
