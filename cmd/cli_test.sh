@@ -463,6 +463,24 @@ elif [[ "$(acted "$D/plain.jsonl")" != "$(acted "$D/explained.jsonl")" ]]; then
 else
   pass "explain_logs_reasons  (${why:0:120})"
 fi
+# A pending line carries the policy's estimate of the job's start when it has one: none for the
+# gang above (once Bob's protection ends it still may not stop his work). With the flag at 16 the
+# gang reserves both nodes for the end of that protection: the reservation's due time, then, once
+# it has stopped Bob's jobs, the end of their grace period.
+rc=0
+run_sim "$D" --decisions reserving.jsonl --explain --reservation-preempts-gpus 16 || rc=$?
+gang=$(grep '"action":"pending"' "$D/reserving.jsonl" | grep '"job":3,' || true)
+holds=$(grep 'holds a reservation' <<<"$gang" || true)
+leaving=$(grep 'GPUs are being freed' <<<"$gang" || true)
+if [[ $rc -ne 0 ]]; then
+  fail explain_logs_estimates "rc $rc (stderr: $(cat "$D/stderr.txt"))"
+elif grep '"action":"pending"' "$D/explained.jsonl" | grep -q estimated_start; then
+  fail explain_logs_estimates "an estimate for the gang that cannot stop Bob's work"
+elif [[ $holds != *'"estimated_start":600,'* || $leaving != *'"estimated_start":720,'* ]]; then
+  fail explain_logs_estimates "no estimates of 600 and 720 s: '$gang'"
+else
+  pass "explain_logs_estimates  (${holds:0:120})"
+fi
 # --explain-jobs 1 names a job that never waits: no reasons at all, the same decisions.
 rc=0
 run_sim "$D" --decisions only1.jsonl --explain-jobs 1 || rc=$?

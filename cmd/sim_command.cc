@@ -185,6 +185,7 @@ int RunSim(const SimArgs& a) {
         run.decision_log = [&log = logs[i], policy](const sim::DecisionLogEntry& e) {
           nlohmann::json j = {{"policy", policy},     {"t", e.at.value()}, {"action", e.action},
                               {"job", e.job.value()}, {"node", e.node},    {"reason", e.reason}};
+          if (e.estimated_start != kNever) j["estimated_start"] = e.estimated_start.value();
           log << j.dump() << "\n";
         };
       });

@@ -90,7 +90,7 @@ class Cycle {
   // per cycle. Past that bound, or once the cycle's bound on preemption plans cut planning short
   // (its shape may then have failed unplanned), it keeps the words that do not tell the causes
   // apart (kBelowShare).
-  // With the earliest time a job waiting for protected work could start (kNever otherwise).
+  // With an estimate of when a job waiting for protected work starts (kNever otherwise).
   struct Standing {
     ShareStanding standing = kBelowShare;
     Seconds eta = kNever;
@@ -98,9 +98,10 @@ class Cycle {
   Standing BelowShareStanding(const JobSpec& j, const Shape& shape);
   // When j's shape fits, as things stand: free GPUs, the jobs leaving, and the work j may stop
   // once its protection ends (killed a grace period later), or that reaches its max_runtime.
-  // Where the reservation would be due were j its holder but for case (c); jobs before j in the
-  // fair-share order may take those GPUs first, so it is an earliest start, not a promise.
-  Seconds EarliestOnceProtectionsEnd(const JobSpec& j, const Shape& shape);
+  // Where the reservation would be due were j its holder but for case (c). An estimate, not a
+  // promise: jobs before j in the fair-share order may take those GPUs first, and work that ends
+  // on its own may free others sooner (bench/eta_accuracy.sh measures how close it comes).
+  Seconds EstimatedStartPastProtections(const JobSpec& j, const Shape& shape);
   // When node n has `per_node` GPUs: its free ones, then the GPUs of its running jobs as each is
   // released at `release_at(i)` (kNever: at no known time). kNever for a node that is not ready or
   // that a reservation of this cycle counts on.
@@ -617,12 +618,13 @@ Cycle::Standing Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) 
     if (preempt_attempts_ > max_plans_ || ++explain_plans_ > max_plans_) return {};
   }
   Standing standing{WhyBelowShareWaits(j, shape)};
-  if (standing.standing == kWaitsForProtection) standing.eta = EarliestOnceProtectionsEnd(j, shape);
+  if (standing.standing == kWaitsForProtection)
+    standing.eta = EstimatedStartPastProtections(j, shape);
   standing_.insert_or_assign(at, standing);
   return standing;
 }
 
-Seconds Cycle::EarliestOnceProtectionsEnd(const JobSpec& j, const Shape& shape) {
+Seconds Cycle::EstimatedStartPastProtections(const JobSpec& j, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;
   return ChooseReservation(shape, cs_,

@@ -677,7 +677,7 @@ void Engine::LogExplanations(const Decisions& d) {
     Explained& e = explained_[n.job.value()];
     if (e.reason && SameWait(*e.reason, n.reason)) continue;
     e.reason = n.reason;
-    opt_.decision_log({now_, "pending", n.job, {}, Describe(n.reason, tree_)});
+    opt_.decision_log({now_, "pending", n.job, {}, Describe(n.reason, tree_), n.estimated_start});
   }
   for (const ReservationDecision& r : d.reservations) {
     if (r.slices.empty() || !wanted(r.job)) continue;

@@ -17,6 +17,9 @@ struct DecisionLogEntry {
   JobId job{0};             // 0 for node decisions
   std::string node;         // first node of the placement or reservation, or the drained node
   std::string reason;       // Describe(reason)
+  // "pending": the policy's estimate of when the job starts, as of this line (PendingNote's;
+  // kNever: none, and for the other actions).
+  Seconds estimated_start = kNever;
 };
 
 struct SimOptions {

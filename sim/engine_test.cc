@@ -115,6 +115,9 @@ TEST(Engine, ExplainLogsWhyJobsWaitAndWhatIsReserved) {
     if (action == "pending" && e.job == JobId(2) && e.at == Seconds(600)) {
       why_two = true;
       EXPECT_NE(e.reason.find("reservation"), std::string::npos) << e.reason;
+      EXPECT_EQ(e.estimated_start, Seconds(7200));  // the policy's estimate: when it is due
+    } else if (action != "pending") {
+      EXPECT_EQ(e.estimated_start, kNever) << action;
     }
     if (action == "pending" && e.job == JobId(3) && e.at == Seconds(700)) why_three = true;
   }
