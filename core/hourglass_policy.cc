@@ -84,17 +84,17 @@ class Cycle {
   // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
   // (kWaitsForProtection)? Else the work it may stop is too little (kTooLittleToStop).
   ShareStanding WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
+  // What keeps a job below its share waiting, and for protected work an estimate of its start.
+  struct Standing {
+    ShareStanding standing = kBelowShare;
+    Seconds eta = kNever;  // kWaitsForProtection: EstimatedStartPastProtections
+  };
   // The standing of a job below its share that waits (explained cycles only). A job the failure
   // cache passed over had no plan of its own: it says what the leaf's job of the same shape
   // found, or, for a shape of its own, what plans made for it find, within a bound on such plans
   // per cycle. Past that bound, or once the cycle's bound on preemption plans cut planning short
   // (its shape may then have failed unplanned), it keeps the words that do not tell the causes
   // apart (kBelowShare).
-  // With an estimate of when a job waiting for protected work starts (kNever otherwise).
-  struct Standing {
-    ShareStanding standing = kBelowShare;
-    Seconds eta = kNever;
-  };
   Standing BelowShareStanding(const JobSpec& j, const Shape& shape);
   // When j's shape fits, as things stand: free GPUs, the jobs leaving, and the work j may stop
   // once its protection ends (killed a grace period later), or that reaches its max_runtime.
@@ -675,9 +675,10 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
       const RunningJob& r = s_.running[i];
       if (stopping_[i]) return std::max(s_.now, r.stop_at);
       if (!r.spec->funded()) return s_.now;
-      if (const bool yields = YieldsToReservation(j, r); yields && r.backfilled) {
-        return std::max(s_.now, r.contract_until());  // its lease does not hold here (TryPreempt)
-      } else if (yields || fair_share_allows(i, r)) {
+      const bool yields = YieldsToReservation(j, r);
+      if (yields && r.backfilled)  // its lease does not hold here (TryPreempt)
+        return std::max(s_.now, r.contract_until());
+      if (yields || fair_share_allows(i, r)) {
         const Seconds t = std::max(s_.now, ReleaseBound(r));
         return yields ? t : std::max(t, SparedUntil(r));
       }
