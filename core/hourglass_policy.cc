@@ -102,10 +102,10 @@ class Cycle {
   // promise: jobs before j in the fair-share order may take those GPUs first, and work that ends
   // on its own may free others sooner (bench/eta_accuracy.sh measures how close it comes).
   Seconds EstimatedStartPastProtections(const JobSpec& j, const Shape& shape);
-  // When node n has `per_node` GPUs: its free ones, then the GPUs of its running jobs as each is
-  // released at `release_at(i)` (kNever: at no known time). kNever for a node that is not ready or
-  // that a reservation of this cycle counts on.
-  Seconds ReadyAt(size_t n, int32_t per_node, FunctionRef<Seconds(size_t)> release_at);
+  // Where and when `shape` first fits (ChooseReservation), each node counting its free GPUs, then
+  // those of its running jobs as each is released at `release_at(i)` (kNever: at no known time).
+  // Nodes not ready, or that a reservation of this cycle counts on, never count.
+  ReservationPlan WhenFits(const Shape& shape, FunctionRef<Seconds(size_t)> release_at);
   // Whether a plan for `j` stops funded work only to have its GPUs refill the debug headroom:
   // once the victims have gone and j has what it needs, fewer GPUs would be free than the
   // headroom then asks for, so j could not take them. A stopped quick job no longer fills the
@@ -123,6 +123,10 @@ class Cycle {
   Seconds ReleaseBound(const RunningJob& r) const {
     const Seconds until = ProtectedUntil(r);
     if (until <= std::max(s_.now, r.contract_until())) return until;
+    return KnownEnd(r);
+  }
+  // When r ends on its own, if it has a max_runtime (kNever: no known end).
+  static Seconds KnownEnd(const RunningJob& r) {
     return r.spec->max_runtime ? r.started + *r.spec->max_runtime : kNever;
   }
   // The contract, extended by a session's lease unless the site turned leases off.
@@ -627,36 +631,34 @@ Cycle::Standing Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) 
 Seconds Cycle::EstimatedStartPastProtections(const JobSpec& j, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;
-  return ChooseReservation(shape, cs_,
-                           [&](size_t n) {
-                             return ReadyAt(n, shape.per_node, [&](size_t i) {
-                               const RunningJob& r = s_.running[i];
-                               if (stopping_[i]) return std::max(s_.now, r.stop_at);
-                               if (!r.spec->funded()) return s_.now + r.spec->grace;
-                               if (MayStop(j, false, i, g, fair, true)) {
-                                 const Seconds bound = ReleaseBound(r);
-                                 if (bound != kNever)
-                                   return std::max({s_.now, bound, SparedUntil(r)}) + r.spec->grace;
-                               }
-                               return r.spec->max_runtime ? r.started + *r.spec->max_runtime
-                                                          : kNever;
-                             });
-                           })
+  return WhenFits(shape,
+                  [&](size_t i) {
+                    const RunningJob& r = s_.running[i];
+                    if (stopping_[i]) return std::max(s_.now, r.stop_at);
+                    if (!r.spec->funded()) return s_.now + r.spec->grace;
+                    const Seconds bound =
+                        MayStop(j, false, i, g, fair, true) ? ReleaseBound(r) : kNever;
+                    if (bound != kNever)
+                      return std::max({s_.now, bound, SparedUntil(r)}) + r.spec->grace;
+                    return KnownEnd(r);
+                  })
       .due;
 }
 
-Seconds Cycle::ReadyAt(size_t n, int32_t per_node, FunctionRef<Seconds(size_t)> release_at) {
-  const NodeId id(static_cast<int32_t>(n));
-  // With PolicyConfig::max_reservations > 1: a node an earlier reservation of this cycle counts
-  // on, its free GPUs and the releases to come, is that job's until it starts.
-  if (!cs_.ready(id) || (!in_reservation_.empty() && in_reservation_[n])) return kNever;
-  if (cs_.free(id) >= per_node) return s_.now;  // no need to list its releases
-  std::vector<Release>& rel = releases_;
-  rel.clear();
-  for (size_t i : on_node_[n])
-    if (const Seconds t = release_at(i); t != kNever) rel.push_back(Release{t, GpusOn(i, id)});
-  std::sort(rel.begin(), rel.end());
-  return FirstTimeWith(cs_.free(id), per_node, rel, s_.now);
+ReservationPlan Cycle::WhenFits(const Shape& shape, FunctionRef<Seconds(size_t)> release_at) {
+  return ChooseReservation(shape, cs_, [&](size_t n) {
+    const NodeId id(static_cast<int32_t>(n));
+    // With PolicyConfig::max_reservations > 1: a node an earlier reservation of this cycle counts
+    // on, its free GPUs and the releases to come, is that job's until it starts.
+    if (!cs_.ready(id) || (!in_reservation_.empty() && in_reservation_[n])) return kNever;
+    if (cs_.free(id) >= shape.per_node) return s_.now;  // no need to list its releases
+    std::vector<Release>& rel = releases_;
+    rel.clear();
+    for (size_t i : on_node_[n])
+      if (const Seconds t = release_at(i); t != kNever) rel.push_back(Release{t, GpusOn(i, id)});
+    std::sort(rel.begin(), rel.end());
+    return FirstTimeWith(cs_.free(id), shape.per_node, rel, s_.now);
+  });
 }
 
 bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
@@ -670,20 +672,18 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   };
   // When each node has the gang's GPUs for this job, counting free GPUs, jobs that end
   // (max_runtime), and jobs that become preemptible for it (protection ends).
-  const ReservationPlan plan = ChooseReservation(shape, cs_, [&](size_t n) {
-    return ReadyAt(n, shape.per_node, [&](size_t i) {
-      const RunningJob& r = s_.running[i];
-      if (stopping_[i]) return std::max(s_.now, r.stop_at);
-      if (!r.spec->funded()) return s_.now;
-      const bool yields = YieldsToReservation(j, r);
-      if (yields && r.backfilled)  // its lease does not hold here (TryPreempt)
-        return std::max(s_.now, r.contract_until());
-      if (yields || fair_share_allows(i, r)) {
-        const Seconds t = std::max(s_.now, ReleaseBound(r));
-        return yields ? t : std::max(t, SparedUntil(r));
-      }
-      return r.spec->max_runtime ? r.started + *r.spec->max_runtime : kNever;
-    });
+  const ReservationPlan plan = WhenFits(shape, [&](size_t i) {
+    const RunningJob& r = s_.running[i];
+    if (stopping_[i]) return std::max(s_.now, r.stop_at);
+    if (!r.spec->funded()) return s_.now;
+    const bool yields = YieldsToReservation(j, r);
+    if (yields && r.backfilled)  // its lease does not hold here (TryPreempt)
+      return std::max(s_.now, r.contract_until());
+    if (yields || fair_share_allows(i, r)) {
+      const Seconds t = std::max(s_.now, ReleaseBound(r));
+      return yields ? t : std::max(t, SparedUntil(r));
+    }
+    return KnownEnd(r);
   });
   if (plan.due == kNever) return false;
   cs_.Reserve(plan.slices);
