@@ -425,6 +425,24 @@ EOF2
 reaches_policy reservation_preempts_reaches_policy "batch wait p90" 3.0h 11.0m \
   --reservation-preempts-gpus 16
 
+# Bob (share 2) holds both nodes with eight 2-GPU jobs, past their protection from 600 s on;
+# Alice (share 1) asks for a whole node at 3,600 s. Holding it she would end above Bob less one
+# 2-GPU job, so fair share lets her stop his work only once she has waited 6,540 s (1.9 h). A job
+# that asks for a whole node may count on over-share work leaving (contract case (c), on by
+# default): from 1,620 s of waiting she stays below Bob even holding the node, and she starts
+# with the next cycle after it and the victims' grace (32 min). --whole-node-reservation-preempts
+# false turns it off.
+new_case
+printf '[[budget]]\nname = "lab"\n\n[[budget]]\nname = "alice"\nparent = "lab"\nshare = 1\n' >"$D/budgets.toml"
+printf '\n[[budget]]\nname = "bob"\nparent = "lab"\nshare = 2\n' >>"$D/budgets.toml"
+{
+  echo "id,submit,duration,gpus,gpus_per_node,budget,class,min_runtime"
+  for i in 1 2 3 4 5 6 7 8; do echo "$i,0,36000,2,0,bob,batch,600"; done
+  echo "9,3600,600,8,8,alice,batch,600"
+} >"$D/workload.csv"
+reaches_policy whole_node_reservation_reaches_policy "batch wait p90" 32.0m 1.9h \
+  --whole-node-reservation-preempts false
+
 # --explain adds to --decisions why each job waits (a line when its reason changes) and what is
 # reserved, and changes no decision; without --decisions it has nowhere to write and is refused.
 # Alice's 16-GPU gang waits first for Bob's protected work (to 600 s), then for GPUs to come free:

@@ -31,6 +31,11 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "A reservation held by a job of at least this many GPUs preempts funded work "
                   "of budgets over their share once its protection ends (0: off)")
       ->capture_default_str();
+  app->add_option("--whole-node-reservation-preempts", flags->whole_node_reservation_preempts,
+                  "A reservation held by a job that asks for a whole node of the largest size "
+                  "preempts funded work of budgets over their share once its protection ends "
+                  "(true/false)")
+      ->capture_default_str();
   app->add_option("--preempt-below", flags->preempt_below,
                   "A budget's jobs preempt funded work only while it has received less than this "
                   "fraction of what it was owed (1: any amount below)")
@@ -100,6 +105,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.window = Seconds(flags.window);
   config.large_job_gpus = flags.large_job_gpus;
   config.reservation_preempts_gpus = flags.reservation_preempts_gpus;
+  config.whole_node_reservation_preempts = flags.whole_node_reservation_preempts;
   config.preempt_below = flags.preempt_below;
   config.quick_first = flags.quick_first;
   config.quick_stops_own = flags.quick_stops_own;
@@ -122,11 +128,12 @@ std::string Describe(const PolicyConfig& c) {
     << ", reservations preempt for "
     << (c.reservation_preempts_gpus > 0 ? std::to_string(c.reservation_preempts_gpus) + "+ GPUs"
                                         : std::string("off"))
-    << ", preempt below " << c.preempt_below << ", debug jobs first "
-    << (c.quick_first ? "on" : "off") << ", debug jobs stop their own budget's work "
-    << (c.quick_stops_own ? "on" : "off") << ", wait for spare GPUs "
-    << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
-    << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s"
+    << (c.whole_node_reservation_preempts ? " and whole-node jobs" : "") << ", preempt below "
+    << c.preempt_below << ", debug jobs first " << (c.quick_first ? "on" : "off")
+    << ", debug jobs stop their own budget's work " << (c.quick_stops_own ? "on" : "off")
+    << ", wait for spare GPUs " << (c.wait_for_spare ? "on" : "off") << ", leases "
+    << (c.leases ? "on" : "off") << ", debug jobs spared from fair share for "
+    << c.quick_protect.value() << " s"
     << ", sessions on the headroom " << (c.sessions_use_headroom ? "on" : "off");
   return o.str();
 }

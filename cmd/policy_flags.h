@@ -20,6 +20,7 @@ struct PolicyFlags {
   int64_t window = DeployedConfig().window.value();
   int32_t large_job_gpus = DeployedConfig().large_job_gpus;
   int32_t reservation_preempts_gpus = DeployedConfig().reservation_preempts_gpus;
+  bool whole_node_reservation_preempts = DeployedConfig().whole_node_reservation_preempts;
   double preempt_below = DeployedConfig().preempt_below;
   bool quick_first = DeployedConfig().quick_first;
   bool quick_stops_own = DeployedConfig().quick_stops_own;

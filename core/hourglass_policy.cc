@@ -136,20 +136,26 @@ class Cycle {
   // Does running job r give way to `holder`'s reservation once past its protection (contract
   // case (c))? Work that started on reserved GPUs (backfill) does: it was let in only because it
   // would be preemptible for the reservation by then; not for a budget served better than r's
-  // (that would be ping-pong), nor within a budget (churn). With reservation_preempts_gpus, so
-  // does other funded work of a budget over its share, for a holder that large; never debug
-  // work, whose users wait at a terminal, nor work that itself got its GPUs freed that way: two
-  // gangs would take them back and forth, each time the other's protection ended, and a run
+  // (that would be ping-pong), nor within a budget (churn). For a holder that
+  // PreemptsForReservation covers, so does other funded work of a budget over its share; never
+  // debug work, whose users wait at a terminal, nor work that itself got its GPUs freed that way:
+  // two gangs would take them back and forth, each time the other's protection ended, and a run
   // shorter than the gang's checkpoint interval is lost every time (soak round 46). TryReserve
   // counts on the rule, TryPreempt applies it.
   bool YieldsToReservation(const JobSpec& holder, const RunningJob& r) const {
     if (r.backfilled && fs_->ServedNoBetter(holder.budget, r.spec->budget)) return true;
-    return cfg_.reservation_preempts_gpus > 0 &&
-           holder.gpus.value() >= cfg_.reservation_preempts_gpus && !IsQuick(*r.spec) &&
-           !r.took_freed && fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
+    return PreemptsForReservation(holder.gpus.value()) && !IsQuick(*r.spec) && !r.took_freed &&
+           fs_->VictimSideOverShare(holder.budget, r.spec->budget) &&
            fs_->StaysBelowVictim(holder.budget, holder.gpus.value(), r.spec->budget);
   }
-  // Under reservation_preempts_gpus, a fair-share stop of a gang of the option's size by a
+  // Whether contract case (c) beyond backfill applies to jobs of g GPUs: reservation_preempts_gpus,
+  // or whole_node_reservation_preempts for a job of the largest node's size. Not where that size
+  // is one GPU: every job would be such a job, and no node is ever partly free.
+  bool PreemptsForReservation(int32_t g) const {
+    return (cfg_.reservation_preempts_gpus > 0 && g >= cfg_.reservation_preempts_gpus) ||
+           (cfg_.whole_node_reservation_preempts && g == cs_.max_node_gpus() && g > 1);
+  }
+  // Where PreemptsForReservation covers a gang's size, a fair-share stop of it by a
   // smaller job counts the gang's spare GPUs as the preemptor side's: they go to its budget's next
   // jobs, and with them the side may end above the gang's, whose reservation then takes the GPUs
   // back once its protection ends, round after round (soak round 628: a 2-GPU and a 20-GPU job of
@@ -158,8 +164,8 @@ class Cycle {
   // (docs/open-work.md).
   bool GangStopKeepsSides(const JobSpec& j, const RunningJob& r) const {
     const int32_t v = r.gpus().value();
-    return cfg_.reservation_preempts_gpus <= 0 || v < cfg_.reservation_preempts_gpus ||
-           v <= j.gpus.value() || fs_->MayPreempt(j.budget, v, r.spec->budget, v);
+    return !PreemptsForReservation(v) || v <= j.gpus.value() ||
+           fs_->MayPreempt(j.budget, v, r.spec->budget, v);
   }
   bool HeadroomAllows(const JobSpec& j) const;
   // Whether j may start on GPUs the debug headroom keeps, leaving `left` GPUs free: a quick job
@@ -538,8 +544,7 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
              : cfg_.quick_stops_own && r.spec->budget == j.budget  ? ReasonCode::kPreemptOwnQuick
                                                                    : ReasonCode::kPreemptFairShare;
       hold = (cfg_.quick_first && IsQuick(*r.spec)) || cfg_.large_job_gpus > 0 ||
-             (cfg_.reservation_preempts_gpus > 0 && r.took_freed &&
-              r.gpus().value() >= cfg_.reservation_preempts_gpus) ||
+             (r.took_freed && PreemptsForReservation(r.gpus().value())) ||
              !fs_->MayPreempt(j.budget, g, r.spec->budget, r.gpus().value());
     }
     out_.stops.push_back(

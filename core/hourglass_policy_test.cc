@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -1286,6 +1287,27 @@ TEST(HourglassPolicy, WorkThatBackfilledAReservationIsPreemptedForItOncePastItsP
   }
 }
 
+// Before its victims' protection ends: no stop, and `job` holds the reservation, due when it ends,
+// if `held`.
+void ExpectReservedUntilProtectionEnds(const Decisions& d, bool held, JobId job, Seconds due) {
+  EXPECT_TRUE(d.stops.empty());
+  ASSERT_EQ(d.reservations.size(), held ? 1u : 0u);
+  if (!held) return;
+  EXPECT_EQ(d.reservations[0].job, job);
+  EXPECT_EQ(d.reservations[0].due, due);
+}
+
+// Every stop is for `job`'s due reservation, within the contract, its GPUs held for `job`: fair
+// share alone would not let it take them.
+void ExpectStopsForReservation(const Decisions& d, JobId job) {
+  for (const StopDecision& s : d.stops) {
+    EXPECT_EQ(s.reason.code, ReasonCode::kPreemptReservation);
+    EXPECT_EQ(s.for_job, job);
+    EXPECT_FALSE(s.violates_contract);
+    EXPECT_TRUE(s.hold_for);
+  }
+}
+
 // Contract case (c) for large jobs (PolicyConfig::reservation_preempts_gpus): b is over its
 // share, but a's 16-GPU gang would end above b if it took b's GPUs, so fair share alone never
 // lets it preempt, and b's work has no max_runtime: without the option the gang gets neither
@@ -1325,24 +1347,58 @@ TEST(HourglassPolicy, AReservationForALargeJobPreemptsOverShareWorkWhenConfigure
     cfg.reservation_preempts_gpus = threshold;
 
     const Decisions before = w.Cycle(Days(2) + Minutes(20), true, cfg);
-    EXPECT_TRUE(before.stops.empty());  // b's work is protected for an hour either way
-    ASSERT_EQ(before.reservations.size(), applies ? 1u : 0u);
-    if (applies) {
-      EXPECT_EQ(before.reservations[0].job, gang.id);
-      EXPECT_EQ(before.reservations[0].due, Days(2) + Hours(1));
-    }
+    ExpectReservedUntilProtectionEnds(before, applies, gang.id, Days(2) + Hours(1));
 
     const Decisions due = w.Cycle(Days(2) + Hours(1), true, cfg);
     EXPECT_EQ(due.stops.size(), applies ? 2u : 0u);
-    for (const StopDecision& s : due.stops) {
-      EXPECT_EQ(s.reason.code, ReasonCode::kPreemptReservation);
-      EXPECT_EQ(s.for_job, gang.id);
-      EXPECT_FALSE(s.violates_contract);
-      EXPECT_TRUE(s.hold_for);  // fair share alone would not let the gang take b's GPUs
-    }
+    ExpectStopsForReservation(due, gang.id);
     const PendingNote* note = NoteFor(due, gang.id);
     ASSERT_NE(note, nullptr);
     EXPECT_EQ(note->reason.code, applies ? ReasonCode::kWaitPreemption : ReasonCode::kWaitGpus);
+  }
+}
+
+// Contract case (c) for a job that asks for a whole node (PolicyConfig::
+// whole_node_reservation_preempts, on in DeployedConfig()): b (share 2) holds both 8-GPU nodes with
+// 2-GPU jobs and is over its share; a (share 1) is below its share, but with its 8-GPU job it
+// would end above b less one victim, so fair share alone never lets it stop any of b's jobs, and
+// they have no max_runtime: without the rule a's job gets neither GPUs nor a reservation. With
+// it, b's work counts as leaving when its protection ends, a stays below b even holding the node
+// (StaysBelowVictim), so the job reserves a node, due then, and stops that node's four jobs.
+TEST(HourglassPolicy, AReservationForAWholeNodeJobPreemptsOverShareWork) {
+  for (const bool rule : {false, true}) {
+    SCOPED_TRACE(rule);
+    World w({BudgetSpec{"a", "", 1.0, {}, {}, 0}, BudgetSpec{"b", "", 2.0, {}, {}, 0}});
+    const NodeId n0 = w.AddNode();
+    const NodeId n1 = w.AddNode();
+    w.History("a", Days(2), 4.2, 5.0);
+    w.History("b", Days(2), 9.7, 11.0);
+    std::map<int64_t, int32_t> node_of;  // b's jobs
+    for (const NodeId n : {n0, n0, n0, n0, n1, n1, n1, n1}) {
+      const JobSpec& v = w.NewJob(2, "b", Hours(1));
+      w.Run(v, Days(2), {{n, Gpus(2)}});
+      node_of[v.id.value()] = n.value();
+    }
+    const JobSpec& whole = w.NewJob(8, "a");
+    w.Pend(whole, Days(2));
+    PolicyConfig cfg;
+    cfg.whole_node_reservation_preempts = rule;
+
+    const Decisions before = w.Cycle(Days(2) + Minutes(20), true, cfg);
+    ExpectReservedUntilProtectionEnds(before, rule, whole.id, Days(2) + Hours(1));
+    if (rule) {
+      EXPECT_EQ(before.reservations[0].slices.size(), 1u);
+    }
+
+    const Decisions due = w.Cycle(Days(2) + Hours(1), true, cfg);
+    EXPECT_EQ(due.stops.size(), rule ? 4u : 0u);
+    ExpectStopsForReservation(due, whole.id);
+    std::set<int32_t> nodes;
+    for (const StopDecision& s : due.stops) nodes.insert(node_of.at(s.job.value()));
+    EXPECT_EQ(nodes.size(), rule ? 1u : 0u);  // one node's jobs, not both
+    const PendingNote* note = NoteFor(due, whole.id);
+    ASSERT_NE(note, nullptr);
+    EXPECT_EQ(note->reason.code, rule ? ReasonCode::kWaitPreemption : ReasonCode::kWaitGpus);
   }
 }
 

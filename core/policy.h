@@ -74,6 +74,14 @@ struct PolicyConfig {
   // due. Without it, work with no max_runtime that fair share does not let the job preempt has
   // no known end, and the largest gangs rarely get a reservation at all.
   int32_t reservation_preempts_gpus = 0;
+  // Contract case (c), as above, for a job that asks for a whole node of the cluster's largest
+  // size (its GPUs equal that node's, more than one), whatever reservation_preempts_gpus says. Such
+  // a job needs one node cleared of work that is not its budget's; on a cluster of small jobs every
+  // node holds some, with no known end, so it rarely gets a reservation and waits while its budget
+  // falls short. Gangs of several nodes are left to reservation_preempts_gpus: clearing dozens
+  // of nodes of others' work for one cost lab-month 1.3 points (docs/open-work.md). Off here;
+  // DeployedConfig() turns it on.
+  bool whole_node_reservation_preempts = false;
   // A budget's jobs may preempt funded work (past its protection) only while the budget's side
   // has received less than this fraction of what it was owed (its fair-share key), and more
   // below it than the victim's side. 1: any amount below. Lower values trade entitlement
