@@ -125,15 +125,16 @@ std::string Describe(const PolicyConfig& c) {
     << " while no debug job runs or waits), live weight " << c.live_weight.value() << " s, window "
     << c.window.value() << " s, large jobs "
     << (c.large_job_gpus > 0 ? std::to_string(c.large_job_gpus) + "+ GPUs" : std::string("off"))
-    << ", reservations preempt for "
-    << (c.reservation_preempts_gpus > 0 ? std::to_string(c.reservation_preempts_gpus) + "+ GPUs"
-                                        : std::string("off"))
-    << (c.whole_node_reservation_preempts ? " and whole-node jobs" : "") << ", preempt below "
-    << c.preempt_below << ", debug jobs first " << (c.quick_first ? "on" : "off")
-    << ", debug jobs stop their own budget's work " << (c.quick_stops_own ? "on" : "off")
-    << ", wait for spare GPUs " << (c.wait_for_spare ? "on" : "off") << ", leases "
-    << (c.leases ? "on" : "off") << ", debug jobs spared from fair share for "
-    << c.quick_protect.value() << " s"
+    << ", reservations preempt over-share work for "
+    << (c.reservation_preempts_gpus > 0
+            ? std::to_string(c.reservation_preempts_gpus) + "+ GPU jobs" +
+                  (c.whole_node_reservation_preempts ? " and whole-node jobs" : "")
+            : (c.whole_node_reservation_preempts ? "whole-node jobs" : "no job"))
+    << ", preempt below " << c.preempt_below << ", debug jobs first "
+    << (c.quick_first ? "on" : "off") << ", debug jobs stop their own budget's work "
+    << (c.quick_stops_own ? "on" : "off") << ", wait for spare GPUs "
+    << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
+    << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s"
     << ", sessions on the headroom " << (c.sessions_use_headroom ? "on" : "off");
   return o.str();
 }
