@@ -155,12 +155,12 @@ class Cycle {
     return (cfg_.reservation_preempts_gpus > 0 && g >= cfg_.reservation_preempts_gpus) ||
            (cfg_.whole_node_reservation_preempts && g == cs_.max_node_gpus() && g > 1);
   }
-  // Where PreemptsForReservation covers a gang's size, a fair-share stop of it by a
-  // smaller job counts the gang's spare GPUs as the preemptor side's: they go to its budget's next
-  // jobs, and with them the side may end above the gang's, whose reservation then takes the GPUs
-  // back once its protection ends, round after round (soak round 628: a 2-GPU and a 20-GPU job of
-  // one budget and a 24-GPU gang of another, 103 times). Not without the option: there no
-  // reservation takes the GPUs back, and the same rule cost 3 points of entitlement on lab-month
+  // Where PreemptsForReservation covers a gang's size, a fair-share stop of it by a smaller job
+  // counts the gang's spare GPUs as the preemptor side's: they go to its budget's next jobs, and
+  // with them the side may end above the gang's, whose reservation then takes the GPUs back once
+  // its protection ends, round after round (soak round 628: a 2-GPU and a 20-GPU job of one
+  // budget and a 24-GPU gang of another, 103 times). Not for other sizes: no reservation takes
+  // their GPUs back, and the same rule for every gang cost 3 points of entitlement on lab-month
   // (docs/open-work.md).
   bool GangStopKeepsSides(const JobSpec& j, const RunningJob& r) const {
     const int32_t v = r.gpus().value();
