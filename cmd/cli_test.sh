@@ -714,5 +714,80 @@ else
   fail compare_more_runs_than_colours "rc $rc, stderr: $(cat "$D/stderr.txt")"
 fi
 
+# Flag values: CLI11's own parse errors come as one line naming the command, the flag and the
+# reason, as Hourglass's others do, and values CLI11 alone would take wrongly are refused (a
+# negative or too large seed became 2^64 - 1) or read as the user meant (a leading 0 was octal).
+# flag_refused NAME STDERR ARGS...: `hourglass ARGS` (which ask for --json out.json) exits 2 with
+# the one line STDERR, prints nothing on stdout and writes no report.
+flag_refused() {
+  local name=$1 want=$2 rc=0
+  shift 2
+  new_case
+  (cd "$D" && "$HG" "$@" >stdout.txt 2>stderr.txt) || rc=$?
+  if [[ $rc -eq 2 && $(cat "$D/stderr.txt") == "$want" && ! -s $D/stdout.txt && ! -e $D/out.json ]]; then
+    pass "$name"
+  else
+    fail "$name" "rc $rc, stderr: $(cat "$D/stderr.txt")"
+  fi
+}
+flag_refused seed_negative "hourglass sim: --seed: '-1' is not a whole number >= 0" \
+  sim --json out.json --scenario lab-month --seed -1
+flag_refused seed_over_64_bits "hourglass sim: --seed: '99999999999999999999' is out of range" \
+  sim --json out.json --scenario lab-month --seed 99999999999999999999
+flag_refused seed_hex "hourglass sim: --seed: '0x10' is not a whole number >= 0" \
+  sim --json out.json --scenario lab-month --seed 0x10
+flag_refused jobs_over_32_bits "hourglass sim: --jobs: '99999999999' is out of range" \
+  sim --json out.json --scenario lab-month --jobs 99999999999
+flag_refused bool_not_bool "hourglass sim: --leases: 'maybe' is not true or false" \
+  sim --json out.json --scenario lab-month --leases maybe
+flag_refused number_not_number "hourglass sim compare: --quick-headroom: 'x' is not a number" \
+  sim compare --json out.json --scenario lab-month --quick-headroom x
+flag_refused flag_without_value "hourglass sim: --seed: needs a value" \
+  sim --json out.json --scenario lab-month --policies hourglass --seed
+flag_refused flag_twice "hourglass sim: --seed: given more than once" \
+  sim --json out.json --scenario lab-month --seed 1 --seed 2
+flag_refused unknown_flag \
+  "hourglass sim: not a flag or argument of this command: --bogus 3 (\`hourglass sim --help\` lists what it takes)" \
+  sim --json out.json --scenario lab-month --bogus 3
+flag_refused unknown_command \
+  "hourglass: unknown command 'simulate' (\`hourglass --help\` lists what it takes)" \
+  simulate --json out.json --scenario lab-month
+flag_refused variant_value_not_number \
+  "hourglass sim compare: --variant v: --quick-headroom: 'x' is not a number" \
+  sim compare --json out.json --scenario lab-month --variant 'v=hourglass --quick-headroom x'
+# The number is checked before the flag's own range, so the reason is the right one.
+server_refuses server_interval_not_number \
+  "hourglass server: --interval-ms: 'abc' is not a whole number" --interval-ms abc
+
+# Values read as meant: --seed 010 is seed 10 (not octal 8), --leases off is --leases false.
+# same_report NAME ARGS_A -- ARGS_B: both `hourglass sim ... --json` reports are byte-identical.
+same_report() {
+  local name=$1 a=() b=() rc=0
+  shift
+  while [[ $1 != -- ]]; do a+=("$1"); shift; done
+  shift
+  b=("$@")
+  new_case
+  (cd "$D" && "$HG" sim --scenario lab-month --end-days 0.2 --quiet --json a.json "${a[@]}" \
+    >/dev/null 2>stderr.txt && "$HG" sim --scenario lab-month --end-days 0.2 --quiet \
+    --json b.json "${b[@]}" >/dev/null 2>>stderr.txt) || rc=$?
+  if [[ $rc -eq 0 ]] && cmp -s "$D/a.json" "$D/b.json"; then
+    pass "$name"
+  else
+    fail "$name" "rc $rc, or the reports differ (stderr: $(cat "$D/stderr.txt"))"
+  fi
+}
+same_report seed_leading_zero_is_decimal --seed 010 -- --seed 10
+same_report bool_words --leases off -- --leases false
+# ... and the two seeds do differ, or the case above would prove nothing.
+new_case
+(cd "$D" && "$HG" sim --scenario lab-month --end-days 0.2 --quiet --json a.json --seed 10 \
+  >/dev/null && "$HG" sim --scenario lab-month --end-days 0.2 --quiet --json b.json --seed 8 >/dev/null)
+if [[ -s $D/a.json && -s $D/b.json ]] && ! cmp -s "$D/a.json" "$D/b.json"; then
+  pass seeds_8_and_10_differ
+else
+  fail seeds_8_and_10_differ "the reports of seeds 8 and 10 are the same, or missing"
+fi
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "cmd/flag_values.h"
+
 namespace hg::cmd {
 namespace {
 
@@ -66,11 +68,12 @@ Result<PolicyVariant> ParseVariant(const std::string& text, const PolicyFlags& b
   CLI::App app("variant");
   app.allow_extras();
   AddPolicyFlags(&app, &flags);
+  CheckFlagValues(app);
   std::vector<std::string> rest(args.rbegin(), args.rend() - 1);  // CLI11 reads it reversed
   try {
     app.parse(rest);
   } catch (const CLI::ParseError& e) {
-    return Fail(where, e.what());
+    return Fail(where, ParseErrorReason(app, e));
   }
   if (!app.remaining().empty()) {
     std::string extra;
