@@ -114,6 +114,12 @@ class Cycle {
   // (Process).
   bool Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) const;
   bool TryReserve(const PendingJob& p, const Shape& shape);
+  // A job the debug headroom alone keeps from free GPUs where it fits. Reserving those GPUs for
+  // it would keep them from the debug jobs the headroom keeps them for, while the headroom keeps
+  // them from it: both would wait beside idle GPUs until other work ended (hours, on a small
+  // cluster). It holds the cycle's reservation slot, as the top blocked job, and reserves
+  // nothing; the debug jobs take the GPUs as free ones, and it starts once the headroom lets it.
+  bool HeldByHeadroomOnly(const PendingJob& p, const Shape& shape);
   bool WithinLimits(BudgetId leaf, int32_t gpus, BudgetId* at) const;
   bool MayUseReserved(const JobSpec& j) const;
   // When a reservation may count on r becoming preemptible: its protection's end, or, while a
@@ -701,6 +707,17 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   return true;
 }
 
+bool Cycle::HeldByHeadroomOnly(const PendingJob& p, const Shape& shape) {
+  if (reservations_ >= cfg_.max_reservations || HeadroomAllows(*p.spec) ||
+      !cs_.Find(shape, false, p.spec->funded()))
+    return false;
+  ++reservations_;
+  Note(p,
+       Reason{
+           ReasonCode::kWaitHeadroom, {}, p.spec->budget, p.spec->gpus.value(), cs_.total_free()});
+  return true;
+}
+
 bool Cycle::Process(const PendingJob& p, const Shape& shape) {
   const JobSpec& j = *p.spec;
   planned_ = false;
@@ -724,6 +741,7 @@ bool Cycle::Process(const PendingJob& p, const Shape& shape) {
     if (reservations_ < cfg_.max_reservations && j.gpus.value() > RequiredFree() &&
         TryFree(p, shape, false))
       return true;
+    if (HeldByHeadroomOnly(p, shape)) return true;
     if (TryReserve(p, shape)) return true;
     fc.Add(shape);
   }

@@ -423,26 +423,13 @@ TEST(HourglassPolicy, QuickFirstServesDebugJobsOfEveryBudgetBeforeOtherWork) {
 }
 
 // One GPU of 16 is free and the headroom keeps one for debug jobs. b's batch job, first in
-// fair-share order, would fit but for the headroom; it reserves that GPU, due at once. The debug
-// job (min_runtime 5 min) may not use reserved GPUs, so both wait until a's jobs end in 8 hours,
-// beside an idle GPU. Disabled: the fix (no reservation for a job held back only by the headroom;
-// it waits with wait_headroom) passes this test, but lowered lab-month's entitlement delivered
-// by 0.7-0.9 points on average (seeds 1-3: 90.8/90.9/90.1% -> 89.8/90.4/89.0%; seeds 4-8:
-// 90.2/90.8/86.8/90.2/92.1% -> 87.0/90.7/86.8/90.7/91.2%) and lengthened Philly's debug p90 at
-// 2.5x and 3x (4.5 h -> 5.8 h, 14.2 h -> 22.3 h): the freed reservation slot goes to large
-// gangs, whose reservations hold GPUs that debug jobs may not use either. It bites on small
-// clusters, where the headroom is one or two GPUs and little else ends. A narrower fix (session
-// 15: the reservation stays, and debug jobs may use it when only the headroom caused it) did no
-// better: lab-month entitlement 91.77% -> 91.47% on average over seeds 1-12, philly-dev 2.5x
-// 98.6% -> 97.9% and its debug p90 4.8 h -> 7.6 h. Measured again in session 17 (that fix, with
-// the debug jobs on such GPUs started as on free GPUs, so that their holder does not stop them):
-// lab-month seeds 1-12 entitlement unchanged (-0.003 points, standard error 0.21), but the
-// 257+ GPU jobs' p90 wait longer on 9 of 12 seeds (mean 3.38 -> 3.94 d: the one reservation
-// stays with a job the headroom blocks, for hours); on philly-dev at 2.5x and 3x, seeds 1-4,
-// debug stops -35 to -57% and lost work -10 to -18%, but the debug p50 wait 3.2-12.6 -> 6.7-21
-// min, the p90 longer in 6 of 8 runs: fewer debug jobs stopped means fewer GPUs coming free for
-// the next ones.
-TEST(HourglassPolicy, DISABLED_AJobHeldBackOnlyByTheHeadroomDoesNotReserveItsGpus) {
+// fair-share order, would fit but for the headroom. Were that GPU reserved for it, due at once,
+// the debug job (min_runtime 5 min) could not use it, the headroom would keep the batch job from
+// it, and both would wait beside an idle GPU until a's jobs end in 8 hours (as the code before
+// HeldByHeadroomOnly did; `hourglass sim` on such a 16-GPU cluster gave both a 9 h wait). The
+// batch job holds the cycle's reservation slot and reserves nothing, so the debug job starts on
+// the free GPU, and the batch job's reason names the headroom.
+TEST(HourglassPolicy, AJobHeldBackOnlyByTheHeadroomDoesNotReserveItsGpus) {
   World w({Top("a"), Top("b")});
   const NodeId n0 = w.AddNode();
   const NodeId n1 = w.AddNode();

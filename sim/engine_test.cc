@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "core/policy.h"
 #include "sim/lab_month.h"
 #include "sim/test_job.h"
@@ -53,6 +55,31 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
   }
   EXPECT_TRUE(saw_stop);
   EXPECT_TRUE(saw_start);
+}
+
+// On a small cluster the deployed debug headroom is one GPU, kept free while a debug job waits.
+// With that GPU the only free one, b's batch job (first in fair-share order: a holds 15 GPUs)
+// is held back by the headroom alone; a's debug job takes the GPU at once, and the batch job
+// starts when the debug job ends. Before HeldByHeadroomOnly the batch job reserved the GPU, due
+// at once, and both waited 9 hours beside it, until a's protected jobs ended.
+TEST(Engine, ADebugJobTakesTheGpuTheHeadroomKeepsForItOnASmallCluster) {
+  Scenario sc = OneNodeTwoBudgets("small", Hours(12));
+  sc.nodes = {NodeSpec{"n0", 8, "b0", 0}, NodeSpec{"n1", 8, "b0", 0}};
+  sc.jobs = {Job(1, 0, 8, "a", 10 * 3600), Job(2, 0, 7, "a", 10 * 3600), Job(3, 3600, 1, "b", 3600),
+             Job(4, 3600, 1, "a", 300)};
+  for (SimJob& j : {std::ref(sc.jobs[0]), std::ref(sc.jobs[1])}) j.spec.min_runtime = Hours(8);
+  sc.jobs[0].spec.gpus_per_node = Gpus(8);
+  sc.jobs[3].spec.job_class = "debug";
+  sc.jobs[3].spec.min_runtime = Seconds(300);
+  SimOptions opt;
+  opt.policy = DeployedConfig();
+  const SimResult r = SimulateHourglass(sc, opt);
+  ASSERT_EQ(r.jobs.size(), 4u);
+  ASSERT_EQ(r.jobs[3].waits.size(), 1u);
+  EXPECT_EQ(r.jobs[3].waits[0], Seconds(0));  // the debug job
+  ASSERT_EQ(r.jobs[2].waits.size(), 1u);
+  EXPECT_EQ(r.jobs[2].waits[0], Seconds(300));  // the batch job, once the debug job has ended
+  EXPECT_TRUE(r.preemptions.empty());
 }
 
 // The explained log writes a waiting job's reason when it changes, not each time the count of free
