@@ -71,6 +71,13 @@ class Cycle {
   bool TryPreempt(const PendingJob& p, const Shape& shape);
   // A preemption plan for j with these victims allowed. `protection_over` (for a reason only):
   // every node is visited, as may_leave_ and CouldHost count only unprotected work.
+  // A plan for j that counts no free GPU, and stops unfunded work only: j fits on the free GPUs
+  // but the debug headroom keeps them. The unfunded victims' GPUs refill the headroom as j takes
+  // its share of the free ones (DESIGN: unfunded work is preempted first, at any time); before,
+  // j waited beside the sweeps, its reason "none are preemptible". Lab-month seeds 1-12: +0.42
+  // points of entitlement (standard error 0.24), 25% more preemptions, 1.9% more work lost.
+  std::optional<PreemptionPlan> PlanPastHeadroom(const JobSpec& j, const Shape& shape,
+                                                 FunctionRef<bool(size_t)> eligible);
   std::optional<PreemptionPlan> Plan(const JobSpec& j, const Shape& shape,
                                      FunctionRef<bool(size_t)> eligible, bool protection_over);
   // May running job i be stopped for j? The contract, leases, the reservation's case (c) when j
@@ -504,6 +511,8 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
   std::optional<FairShare::Preemptor> fair;
   auto eligible = [&](size_t i) { return MayStop(j, holder, i, g, fair); };
   auto plan = Plan(j, shape, eligible, false);
+  if (plan && plan->victims.empty() && plan->soon.empty() && !HeadroomAllows(j))
+    plan = PlanPastHeadroom(j, shape, eligible);
   if (!plan || (plan->victims.empty() && plan->soon.empty())) return false;
   // The victims' GPUs come free in a later cycle, where the debug headroom still holds. If they
   // would only refill it, stopping funded work serves not this job but the next debug job to
@@ -594,6 +603,20 @@ bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) co
   // A session may start on the headroom's idle GPUs (HeadroomAllows), but not stop funded work
   // to make some: it counts as long work here.
   return cs_.total_free() + freed - j.gpus.value() < required;
+}
+
+std::optional<PreemptionPlan> Cycle::PlanPastHeadroom(const JobSpec& j, const Shape& shape,
+                                                      FunctionRef<bool(size_t)> eligible) {
+  ClusterState no_free = cs_;  // seldom: only a job the headroom alone keeps from free GPUs
+  std::vector<Slice> free;
+  for (size_t n = 0; n < cs_.size(); ++n) {
+    const NodeId id(static_cast<int32_t>(n));
+    if (cs_.ready(id) && cs_.free(id) > 0) free.push_back(Slice{id, Gpus(cs_.free(id))});
+  }
+  no_free.HoldFree(free);
+  auto unfunded = [&](size_t i) { return !s_.running[i].spec->funded() && eligible(i); };
+  return PlanPreemption(shape, j.gpus, no_free, s_.running, on_node_, stopping_, unfunded, s_.now,
+                        MayUseReserved(j), {}, {}, soon_, slice_gpus_, &plan_scratch_);
 }
 
 std::optional<PreemptionPlan> Cycle::Plan(const JobSpec& j, const Shape& shape,

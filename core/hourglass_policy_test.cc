@@ -422,6 +422,14 @@ TEST(HourglassPolicy, QuickFirstServesDebugJobsOfEveryBudgetBeforeOtherWork) {
   EXPECT_EQ(StartOf(d, JobId(2)), nullptr);
 }
 
+// A debug headroom of one GPU of the 16 these tests' clusters have, debug jobs waiting or not.
+PolicyConfig OneGpuOfSixteenHeadroom() {
+  PolicyConfig cfg;
+  cfg.quick_headroom = 1.0 / 16;
+  cfg.quick_headroom_max = 1.0 / 16;
+  return cfg;
+}
+
 // One GPU of 16 is free and the headroom keeps one for debug jobs. b's batch job, first in
 // fair-share order, would fit but for the headroom. Were that GPU reserved for it, due at once,
 // the debug job (min_runtime 5 min) could not use it, the headroom would keep the batch job from
@@ -443,9 +451,7 @@ TEST(HourglassPolicy, AJobHeldBackOnlyByTheHeadroomDoesNotReserveItsGpus) {
   w.Pend(batch, Days(2) - Minutes(10));
   const JobSpec& debug = w.NewJob(1, "a", Minutes(5), "debug");
   w.Pend(debug, Days(2) - Minutes(1));
-  PolicyConfig cfg;
-  cfg.quick_headroom = 1.0 / 16;
-  cfg.quick_headroom_max = 1.0 / 16;
+  PolicyConfig cfg = OneGpuOfSixteenHeadroom();
   const Decisions d = w.Cycle(Days(2), true, cfg);
   EXPECT_TRUE(d.stops.empty());
   EXPECT_TRUE(d.reservations.empty());
@@ -455,6 +461,36 @@ TEST(HourglassPolicy, AJobHeldBackOnlyByTheHeadroomDoesNotReserveItsGpus) {
   const PendingNote* note = NoteFor(d, batch.id);
   ASSERT_NE(note, nullptr);
   EXPECT_EQ(note->reason.code, ReasonCode::kWaitHeadroom);
+}
+
+// b's batch job fits on the one free GPU, which the headroom keeps, and n1's other 7 GPUs hold
+// unfunded 1-GPU jobs. It stops the one that has run least (the least work lost), whose GPU
+// refills the headroom as the job takes the free one: unfunded work is preempted first, at any
+// time. Before PlanPastHeadroom it waited, its reason "none are preemptible", beside the sweeps.
+TEST(HourglassPolicy, AJobTheHeadroomKeepsFromFreeGpusStopsUnfundedWorkInstead) {
+  World w({Top("a"), Top("b")});
+  const NodeId n0 = w.AddNode();
+  const NodeId n1 = w.AddNode();
+  w.Run(w.NewJob(8, "a", Hours(8)), Hours(1), {{n0, Gpus(8)}});  // protected for hours
+  std::vector<JobId> sweeps;
+  for (int k = 0; k < 7; ++k) {
+    const JobSpec& sweep = w.NewJob(1, "");
+    w.Run(sweep, Minutes(30 + k), {{n1, Gpus(1)}});
+    sweeps.push_back(sweep.id);
+  }
+  const JobSpec& batch = w.NewJob(1, "b");
+  w.Pend(batch, Hours(2) - Minutes(10));
+  PolicyConfig cfg = OneGpuOfSixteenHeadroom();
+  const Decisions d = w.Cycle(Hours(2), true, cfg);
+  EXPECT_TRUE(d.starts.empty());
+  EXPECT_TRUE(d.reservations.empty());
+  ASSERT_EQ(d.stops.size(), 1u);
+  EXPECT_EQ(d.stops[0].job, sweeps.back());
+  EXPECT_EQ(d.stops[0].reason.code, ReasonCode::kPreemptForFunded);
+  EXPECT_EQ(d.stops[0].reason.other, batch.id);
+  const PendingNote* note = NoteFor(d, batch.id);
+  ASSERT_NE(note, nullptr);
+  EXPECT_EQ(note->reason.code, ReasonCode::kWaitPreemption);
 }
 
 // The same cluster with no reservation slot: b's batch job cannot take the free GPU (the debug
@@ -473,9 +509,7 @@ TEST(HourglassPolicy, AJobHeldBackByTheHeadroomSaysSo) {
     w.Run(w.NewJob(rest, "a", Hours(8)), Days(2) - Hours(1), {{n1, Gpus(rest)}});
     const JobSpec& batch = w.NewJob(1, "b");
     w.Pend(batch, Days(2) - Minutes(10));
-    PolicyConfig cfg;
-    cfg.quick_headroom = 1.0 / 16;
-    cfg.quick_headroom_max = 1.0 / 16;
+    PolicyConfig cfg = OneGpuOfSixteenHeadroom();
     cfg.max_reservations = 0;
     const Decisions d = w.Cycle(Days(2), true, cfg);
     EXPECT_TRUE(d.starts.empty());
