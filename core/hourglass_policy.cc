@@ -280,6 +280,7 @@ class Cycle {
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
   std::vector<int32_t> may_leave_;
+  std::vector<int32_t> past_headroom_visit_;  // PlanPastHeadroom's, kept between its calls
   // Per node, GPUs that leaving jobs free beyond what their preemptors take, and when: a later
   // preemptor waits for them rather than stop more work (empty while there are none).
   std::vector<Soon> soon_;
@@ -607,16 +608,17 @@ bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) co
 
 std::optional<PreemptionPlan> Cycle::PlanPastHeadroom(const JobSpec& j, const Shape& shape,
                                                       FunctionRef<bool(size_t)> eligible) {
-  ClusterState no_free = cs_;  // seldom: only a job the headroom alone keeps from free GPUs
-  std::vector<Slice> free;
-  for (size_t n = 0; n < cs_.size(); ++n) {
-    const NodeId id(static_cast<int32_t>(n));
-    if (cs_.ready(id) && cs_.free(id) > 0) free.push_back(Slice{id, Gpus(cs_.free(id))});
-  }
-  no_free.HoldFree(free);
+  // Only nodes whose work that may leave could make up a slice without the free GPUs.
+  std::vector<int32_t>& visit = past_headroom_visit_;
+  visit.clear();
+  for (size_t n = 0; n < cs_.size(); ++n)
+    if (cs_.ready(NodeId(static_cast<int32_t>(n))) && may_leave_[n] >= shape.per_node)
+      visit.push_back(static_cast<int32_t>(n));
+  if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return std::nullopt;
   auto unfunded = [&](size_t i) { return !s_.running[i].spec->funded() && eligible(i); };
-  return PlanPreemption(shape, j.gpus, no_free, s_.running, on_node_, stopping_, unfunded, s_.now,
-                        MayUseReserved(j), {}, {}, soon_, slice_gpus_, &plan_scratch_);
+  return PlanPreemption(shape, j.gpus, cs_, s_.running, on_node_, stopping_, unfunded, s_.now,
+                        MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_,
+                        /*count_free=*/false);
 }
 
 std::optional<PreemptionPlan> Cycle::Plan(const JobSpec& j, const Shape& shape,

@@ -15,7 +15,7 @@ std::optional<PreemptionPlan> PlanPreemption(
     const NodeJobs& on_node, std::span<const uint8_t> stopping, FunctionRef<bool(size_t)> eligible,
     Seconds now, bool may_use_reserved, std::span<const int32_t> may_leave,
     std::span<const int32_t> visit, std::span<const Soon> soon, std::span<const int32_t> slice_gpus,
-    PreemptionScratch* scratch) {
+    PreemptionScratch* scratch, bool count_free) {
   using NodeCost = PreemptionScratch::NodeCost;
   using Cand = PreemptionScratch::Cand;
   constexpr size_t kSoon = PreemptionScratch::kSoon;
@@ -45,7 +45,7 @@ std::optional<PreemptionPlan> PlanPreemption(
     NodeCost nc;
     const NodeId id(static_cast<int32_t>(n));
     if (!cs.ready(id)) return nc;
-    int32_t have = cs.free(id) - (may_use_reserved ? 0 : cs.reserved(id));
+    int32_t have = count_free ? cs.free(id) - (may_use_reserved ? 0 : cs.reserved(id)) : 0;
     if (have >= need) {
       nc.feasible = true;
       return nc;

@@ -73,12 +73,14 @@ double LostWork(const RunningJob& r, Seconds now);
 // go first as ever; `may_leave`, when given with it, must count them. `slice_gpus[i]`, when
 // given, is UniformSliceGpus(running[i]), worked out once by a caller that plans many times;
 // else the plan works it out for the jobs it asks about. `scratch`, when given, is the memory the
-// plan works in.
+// plan works in. `count_free` false: the free GPUs count for nothing, every slice's GPUs come
+// from victims (a job the debug headroom keeps from the free GPUs).
 std::optional<PreemptionPlan> PlanPreemption(
     const Shape& shape, Gpus job_gpus, const ClusterState& cs, std::span<const RunningJob> running,
     const NodeJobs& on_node, std::span<const uint8_t> stopping, FunctionRef<bool(size_t)> eligible,
     Seconds now, bool may_use_reserved, std::span<const int32_t> may_leave = {},
     std::span<const int32_t> visit = {}, std::span<const Soon> soon = {},
-    std::span<const int32_t> slice_gpus = {}, PreemptionScratch* scratch = nullptr);
+    std::span<const int32_t> slice_gpus = {}, PreemptionScratch* scratch = nullptr,
+    bool count_free = true);
 
 }  // namespace hg
