@@ -86,6 +86,30 @@ std::set<int32_t> NodesOf(const PreemptionPlan& p) {
   return out;
 }
 
+// Free GPUs counted as none (a job the debug headroom keeps from them): the slice comes from
+// victims, here the unfunded job on the node with free GPUs, which lost less than the one on the
+// full node; counted, the free GPUs make a plan that stops nothing.
+TEST(PlanPreemption, WithoutTheFreeGpusEverySliceComesFromVictims) {
+  World w;
+  const NodeId full = w.AddNode(8);
+  const NodeId half = w.AddNode(8);
+  w.Run({{full, Gpus(8)}}, false, Hours(2));
+  const size_t young = w.Run({{half, Gpus(4)}}, false, Hours(1));
+  const NodeJobs on_node(w.running, w.nodes.size());
+  const std::vector<uint8_t> stopping(w.running.size(), 0);
+  const ClusterState cs(w.nodes, w.running);
+  auto any = [](size_t) { return true; };
+  const auto counted =
+      PlanPreemption(Shape{2, 1, 0}, Gpus(2), cs, w.running, on_node, stopping, any, kNow, false);
+  ASSERT_TRUE(counted.has_value());
+  EXPECT_TRUE(counted->victims.empty());
+  const auto uncounted = PlanPreemption(Shape{2, 1, 0}, Gpus(2), cs, w.running, on_node, stopping,
+                                        any, kNow, false, {}, {}, {}, {}, nullptr, false);
+  ASSERT_TRUE(uncounted.has_value());
+  EXPECT_EQ(uncounted->victims, std::vector<size_t>{young});
+  EXPECT_EQ(uncounted->slices, (std::vector<Slice>{{half, Gpus(2)}}));
+}
+
 TEST(LostWork, SinceStartOrLastCheckpointOfResumableJobs) {
   World w;
   const NodeId n = w.AddNode(8);
