@@ -132,12 +132,10 @@ std::string ParseErrorReason(const CLI::App& top, const CLI::ParseError& e) {
 
 std::string ParseErrorLine(const CLI::App& top, const std::string& command,
                            const CLI::ParseError& e) {
-  std::string path = command;
-  const CLI::App* app = &top;
-  for (auto subs = app->get_subcommands(); !subs.empty(); subs = app->get_subcommands()) {
-    app = subs.back();
-    path += " " + app->get_name();
-  }
+  std::string path;
+  for (const CLI::App* app = Deepest(top); app != &top; app = app->get_parent())
+    path = " " + app->get_name() + path;
+  path = command + path;
   std::string line = path + ": " + ParseErrorReason(top, e);
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr ||
       dynamic_cast<const CLI::RequiredError*>(&e) != nullptr)
