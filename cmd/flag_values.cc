@@ -100,7 +100,7 @@ void CheckFlagValues(CLI::App& app) { CheckOptions(app); }
 
 std::string ParseErrorReason(const CLI::App& top, const CLI::ParseError& e) {
   const CLI::App* app = Deepest(top);
-  const std::string what = e.what();
+  std::string what = e.what();  // not const: returned as is, moved
   static constexpr std::string_view kUnconverted = "Could not convert: ";
   if (what.starts_with(kUnconverted)) {
     const std::string rest = what.substr(kUnconverted.size());
