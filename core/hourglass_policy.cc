@@ -279,7 +279,6 @@ class Cycle {
   // Per node, GPUs of jobs that preemption could stop at all: unfunded ones and funded ones past
   // their protection. Victims chosen later in the cycle are not taken off (it stays a bound).
   std::vector<int32_t> may_leave_;
-  std::vector<int32_t> past_headroom_visit_;  // PlanPastHeadroom's, kept between its calls
   // Per node, GPUs that leaving jobs free beyond what their preemptors take, and when: a later
   // preemptor waits for them rather than stop more work (empty while there are none).
   std::vector<Soon> soon_;
@@ -606,12 +605,9 @@ bool Cycle::Futile(const JobSpec& j, const PreemptionPlan& plan, bool holder) co
 }
 
 std::optional<PreemptionPlan> Cycle::PlanPastHeadroom(const JobSpec& j, const Shape& shape) {
-  // Only nodes whose work that may leave could make up a slice without the free GPUs.
-  std::vector<int32_t>& visit = past_headroom_visit_;
-  visit.clear();
-  for (size_t n = 0; n < cs_.size(); ++n)
-    if (cs_.ready(NodeId(static_cast<int32_t>(n))) && may_leave_[n] >= shape.per_node)
-      visit.push_back(static_cast<int32_t>(n));
+  // CouldHost's nodes: counting no free GPU, the plan passes over those whose may_leave_ alone
+  // falls short of a slice.
+  const std::vector<int32_t>& visit = CouldHost(shape.per_node);
   if (visit.size() < static_cast<size_t>(std::max(1, shape.count))) return std::nullopt;
   // Unfunded work may always be stopped (MayStop); its facts are packed, its spec a cache miss.
   auto unfunded = [&](size_t i) { return !facts_[i].funded; };
