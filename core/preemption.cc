@@ -97,8 +97,21 @@ std::optional<PreemptionPlan> PlanPreemption(
     return nc;
   };
 
-  std::vector<NodeCost>& costs = sc.costs;  // infeasible unless computed
-  costs.assign(cs.size(), NodeCost{});
+  // Infeasible unless computed. Between plans every entry is infeasible (the guard below), so a
+  // plan that visits a few nodes of thousands writes and clears those alone.
+  std::vector<NodeCost>& costs = sc.costs;
+  if (costs.size() != cs.size()) costs.assign(cs.size(), NodeCost{});
+  struct Clear {
+    std::vector<NodeCost>& costs;
+    std::span<const int32_t> visit;
+    ~Clear() {
+      if (visit.empty()) {
+        std::fill(costs.begin(), costs.end(), NodeCost{});
+      } else {
+        for (int32_t n : visit) costs[static_cast<size_t>(n)] = NodeCost{};
+      }
+    }
+  } clear{costs, visit};
   if (visit.empty()) {
     for (size_t n = 0; n < cs.size(); ++n) costs[n] = node_cost(n, g, nullptr, nullptr);
   } else {

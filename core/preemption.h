@@ -30,7 +30,8 @@ struct Soon {
 };
 
 // Memory a plan works in, kept by a caller that plans many times (a cycle plans for most waiting
-// jobs), so that a plan allocates nothing of its own. Its contents mean nothing between plans.
+// jobs), so that a plan allocates nothing of its own. Its contents mean nothing between plans,
+// but for `costs`, which a plan leaves all infeasible, as it found it, for the next one.
 struct PreemptionScratch {
   // What making a slice's GPUs available on one node costs. Plain data: one per node per plan.
   struct NodeCost {
@@ -54,7 +55,7 @@ struct PreemptionScratch {
   static constexpr size_t kSoon = static_cast<size_t>(-1);
   std::vector<signed char> is_eligible;  // per running job: -1 not asked yet
   std::vector<int32_t> same_size;        // per running job: -1 unknown, else UniformSliceGpus
-  std::vector<NodeCost> costs;           // per node: infeasible unless worked out
+  std::vector<NodeCost> costs;           // per node: infeasible unless worked out (see above)
   std::vector<Cand> cands;               // one node's, at a time
 };
 

@@ -305,6 +305,18 @@ void Engine::AddPending(int32_t j) {
   auto it = std::lower_bound(v.begin(), first_after, p.queued_since,
                              [](const PendingJob& a, Seconds t) { return a.queued_since < t; });
   while (it != first_after && (!it->spec || it->spec->id < s.id)) ++it;
+  // A hole just before the place takes the job without moving the entries after it: a requeued
+  // sweep's place is near the head of a queue tens of thousands long, where starts leave holes
+  // (its own start left one there), and an insert there moved all of the queue behind it. The
+  // hole's time is at most the job's (sorted) and every live entry before it goes first, so the
+  // order of the live entries is that of an insert.
+  if (it != v.begin() && !std::prev(it)->spec) {
+    *std::prev(it) = p;
+    auto& holes = s.funded() ? holes_funded_ : holes_unfunded_;
+    assert(holes > 0);
+    --holes;
+    return;
+  }
   v.insert(it, p);
 }
 
