@@ -133,6 +133,7 @@ class Engine {
     pr.gpus = s.gpus.value();
     pr.funded = s.funded();
     pr.cause = cause;
+    if (s.funded()) pr.budget = s.budget.value();
     return pr;
   }
   void RunCycle();
@@ -529,6 +530,10 @@ void Engine::StopJob(const StopDecision& d) {
     pr.run = now_ - r.started;
     pr.contract_violation = protected_now && !operator_forced;
     pr.active_session = r.spec->lease.value() > 0 && now_ < ActiveAt(r) + r.spec->lease;
+    if (const auto f = job_by_id_.find(d.for_job.value());
+        d.for_job.value() != 0 && f != job_by_id_.end() &&
+        specs_[static_cast<size_t>(f->second)].funded())
+      pr.for_budget = specs_[static_cast<size_t>(f->second)].budget.value();
     rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
     result_.preemptions.push_back(pr);
   }

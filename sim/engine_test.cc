@@ -7,6 +7,7 @@
 
 #include "core/policy.h"
 #include "sim/lab_month.h"
+#include "sim/report.h"
 #include "sim/test_job.h"
 
 namespace hg::sim {
@@ -55,6 +56,26 @@ TEST(Engine, FundedWorkPreemptsUnfundedWithReasonAndGrace) {
   }
   EXPECT_TRUE(saw_stop);
   EXPECT_TRUE(saw_start);
+}
+
+// A fair-share stop records the leaves on both sides: b's 4-GPU job, arriving after a has held
+// the node with two for a day, stops one of a's. a's requeued job does not take the GPUs back
+// (the no-ping-pong rule: a with the whole node again would be further above its share than b
+// without its half), so nothing is taken back within the hour.
+TEST(Engine, AFairShareStopRecordsTheVictimsAndThePreemptorsLeaves) {
+  Scenario sc = OneNodeTwoBudgets("two", Days(2));
+  sc.jobs = {Job(1, 0, 4, "a", 360000), Job(2, 0, 4, "a", 360000), Job(3, 86400, 4, "b", 7200)};
+  for (SimJob& j : sc.jobs) j.spec.resumable = true;
+  const SimResult r = SimulateHourglass(sc, SimOptions{});
+  auto tree = BudgetTree::Build(sc.budgets);
+  ASSERT_TRUE(tree.has_value());
+  ASSERT_EQ(r.preemptions.size(), 1u);
+  const PreemptionRecord& p = r.preemptions[0];
+  EXPECT_TRUE(p.job == JobId(1) || p.job == JobId(2)) << p.job;
+  EXPECT_EQ(p.cause, StopCause::kFairShare);
+  EXPECT_EQ(p.budget, tree->Find("a")->value());
+  EXPECT_EQ(p.for_budget, tree->Find("b")->value());
+  EXPECT_EQ(Compute(r).taken_back_within_hour, 0);
 }
 
 // On a small cluster the deployed debug headroom is one GPU, kept free while a debug job waits.

@@ -166,6 +166,12 @@ std::vector<ColumnDef> Columns(const std::vector<Measures>& ms) {
                     return static_cast<double>(m.contract_violations);
                   },
                   ColumnDef::kCount});
+  // A stop answered within the hour by a stop the other way between the same two leaves.
+  cols.push_back({{"taken_back_within_1h", "taken back <1 h", Better::kLower},
+                  [](const Measures& m) -> std::optional<double> {
+                    return static_cast<double>(m.taken_back_within_hour);
+                  },
+                  ColumnDef::kCount});
   cols.push_back({{"active_sessions_stopped", "sessions cut", Better::kLower},
                   [](const Measures& m) -> std::optional<double> {
                     return static_cast<double>(m.active_sessions_stopped);

@@ -198,7 +198,15 @@ Measures Compute(const SimResult& r) {
     m.lost_gpu_hours_by_class[cls] = 0;
     m.stopped_within_minute_by_class[cls] = 0;
   }
+  // The last stop of a job of leaf A for a job of leaf B, by (A, B). Records come in time order.
+  std::map<std::pair<int32_t, int32_t>, Seconds> last_stop;
   for (const PreemptionRecord& p : r.preemptions) {
+    if (p.budget >= 0 && p.for_budget >= 0 && p.budget != p.for_budget) {
+      const auto back = last_stop.find({p.for_budget, p.budget});
+      if (back != last_stop.end() && p.at - back->second <= Seconds(3600))
+        ++m.taken_back_within_hour;
+      last_stop[{p.budget, p.for_budget}] = p.at;
+    }
     const std::string cls = ClassKey(p.job_class);
     ++m.preemptions;
     ++m.preemptions_by_cause[ToString(p.cause)];
@@ -338,6 +346,7 @@ nlohmann::json PolicyJson(const SimResult& r) {
   p["lost_gpu_hours_by_class"] = std::move(lost);
   p["contract_violations"] = m.contract_violations;
   p["active_sessions_stopped"] = m.active_sessions_stopped;
+  p["taken_back_within_1h"] = m.taken_back_within_hour;
 
   nlohmann::json levels = nlohmann::json::object();
   for (const auto& [depth, x] : m.entitlement_by_level) levels[std::to_string(depth)] = Num(x);
@@ -620,6 +629,8 @@ std::string RenderTable(const std::vector<SimResult>& runs) {
       [](const Measures& m) { return std::to_string(m.contract_violations); });
   row("active sessions stopped",
       [](const Measures& m) { return std::to_string(m.active_sessions_stopped); });
+  row("taken back within 1 h",
+      [](const Measures& m) { return std::to_string(m.taken_back_within_hour); });
   row("drains", [](const Measures& m) { return std::to_string(m.drains.count); });
   row("drain latency p90", [](const Measures& m) { return Duration(m.drains.latency_p90); });
   row("still draining", [](const Measures& m) { return std::to_string(m.drains.still_draining); });

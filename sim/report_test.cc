@@ -274,6 +274,31 @@ TEST(ReportCompute, PreemptionsByCauseAndClass) {
   EXPECT_DOUBLE_EQ(m.lost_gpu_hours_by_class.at("debug"), 0.0);
 }
 
+// A stop of a job of leaf 2 for one of leaf 1 is taken back when, within the hour, a job of leaf 1
+// is stopped for one of leaf 2; later, or between other leaves, or one way again, it is not.
+TEST(ReportCompute, StopsAnsweredWithinAnHourByAStopTheOtherWayAreTakenBack) {
+  SimResult r;
+  r.jobs.push_back(Job(1, "batch", 8, {1}, JobState::kRunning));
+  auto stop = [&](int64_t at, int32_t budget, int32_t for_budget) {
+    r.preemptions.push_back(Preemption("batch", StopCause::kFairShare, 0, false));
+    r.preemptions.back().at = Seconds(at);
+    r.preemptions.back().budget = budget;
+    r.preemptions.back().for_budget = for_budget;
+  };
+  stop(0, 2, 1);      // 1 takes from 2
+  stop(600, 2, 1);    // again the same way: not a take-back
+  stop(1800, 1, 2);   // 2 takes back from 1, 1,200 s after the last stop the other way: counted
+  stop(4000, 2, 1);   // 1 takes back, 2,200 s after 1800: counted
+  stop(9000, 1, 2);   // 5,000 s after 4000: not counted
+  stop(9100, 3, 1);   // other leaves: not counted
+  stop(9200, 1, 3);   // ... until one takes back from the other: counted
+  stop(9300, -1, 1);  // unfunded work, or a stop for no job, never counts
+  stop(9400, 1, -1);
+  stop(9500, 1, 1);  // within one leaf (a debug job stopping its own budget's work): no
+  EXPECT_EQ(Compute(r).taken_back_within_hour, 3);
+  EXPECT_EQ(ToJson({r})["policies"][""]["taken_back_within_1h"], 3);
+}
+
 // A run stopped within its first minute counts, one stopped at 60 s or later does not, nor one
 // that its max_runtime ended; every class of the workload appears, zeros included.
 TEST(ReportCompute, RunsStoppedWithinAMinuteOfTheirStart) {
@@ -474,6 +499,7 @@ TEST(ReportJson, ExactKeySetOfAPolicy) {
                                          "series",
                                          "shortfall",
                                          "stopped_within_1m_by_class",
+                                         "taken_back_within_1h",
                                          "unfunded_gpu_hours",
                                          "unfunded_share",
                                          "wait_s",

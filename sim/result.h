@@ -56,6 +56,11 @@ struct PreemptionRecord {
   // activity. The cut the lease exists to prevent; counted for every policy and every cause but
   // max_runtime, so baselines, which know no lease, show what they cut.
   bool active_session = false;
+  // The leaf budgets (ids in the scenario's tree) of the stopped job and of the job it was
+  // stopped for; -1 for unfunded work, or a stop for no job. A stop one way answered soon after
+  // by a stop the other way is the ping-pong DESIGN's preemption rule is there to prevent.
+  int32_t budget = -1;
+  int32_t for_budget = -1;
 };
 
 struct DrainRecord {
