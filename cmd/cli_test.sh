@@ -515,6 +515,10 @@ new_case
 check preempt_below_zero "" "" --preempt-below --preempt-below 0
 new_case
 check preempt_below_over_one "" "" --preempt-below --preempt-below 1.5
+new_case
+check take_back_cooldown_negative "" "" --take-back-cooldown --take-back-cooldown -1
+new_case
+check take_back_cooldown_over_a_day "" "" --take-back-cooldown --take-back-cooldown 86401
 
 # Bob (share 6, three times Alice's 2) holds 4 of the 16 GPUs and asks for 8 more; Alice holds
 # 12, past their protection. Bob has had about a third of what he is owed: by default he preempts
@@ -634,6 +638,9 @@ server_refuses() {
 # `hourglass server` takes the same tuning flags (what was measured is what is rolled out).
 server_refuses server_preempt_below_over_one \
   "hourglass server: --preempt-below: must be within (0, 1]" --preempt-below 2
+server_refuses server_take_back_cooldown_over_a_day \
+  "hourglass server: --take-back-cooldown: must be within [0, 86400] seconds (0: off)" \
+  --take-back-cooldown 86401
 server_refuses server_window_zero \
   "hourglass server: --window: must be a whole number of hours, from 3600 to 7776000 seconds (90 days)" \
   --window 0

@@ -52,6 +52,10 @@ void AddPolicyFlags(CLI::App* app, PolicyFlags* flags) {
                   "A preemptor waits for GPUs that leaving jobs free beyond their own "
                   "preemptors' needs before it stops funded work (true/false)")
       ->capture_default_str();
+  app->add_option("--take-back-cooldown", flags->take_back_cooldown,
+                  "Seconds during which a budget does not stop, for fair share, work of a budget "
+                  "whose job took GPUs from it (0: off)")
+      ->capture_default_str();
   app->add_option("--leases", flags->leases,
                   "Sessions with a lease stay protected while their user is active, beyond "
                   "min_runtime (true/false)")
@@ -95,6 +99,12 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
                                     "] seconds (0: off; at most the min_runtime cap)",
                                 {},
                                 0});
+  if (flags.take_back_cooldown < 0 || flags.take_back_cooldown > kMaxTakeBackCooldown.value())
+    return tl::unexpected(Error{
+        "--take-back-cooldown",
+        "must be within [0, " + std::to_string(kMaxTakeBackCooldown.value()) + "] seconds (0: off)",
+        {},
+        0});
   if (!(flags.preempt_below > 0 && flags.preempt_below <= 1))
     return tl::unexpected(Error{"--preempt-below", "must be within (0, 1]", {}, 0});
   PolicyConfig config = DeployedConfig();
@@ -110,6 +120,7 @@ Result<PolicyConfig> PolicyConfigFrom(const PolicyFlags& flags) {
   config.quick_first = flags.quick_first;
   config.quick_stops_own = flags.quick_stops_own;
   config.wait_for_spare = flags.wait_for_spare;
+  config.take_back_cooldown = Seconds(flags.take_back_cooldown);
   config.leases = flags.leases;
   config.quick_protect = Seconds(flags.quick_protect);
   config.sessions_use_headroom = flags.session_headroom;

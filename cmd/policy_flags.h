@@ -25,6 +25,7 @@ struct PolicyFlags {
   bool quick_first = DeployedConfig().quick_first;
   bool quick_stops_own = DeployedConfig().quick_stops_own;
   bool wait_for_spare = DeployedConfig().wait_for_spare;
+  int64_t take_back_cooldown = DeployedConfig().take_back_cooldown.value();
   bool leases = DeployedConfig().leases;
   int64_t quick_protect = DeployedConfig().quick_protect.value();
   bool session_headroom = DeployedConfig().sessions_use_headroom;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/cluster_state.h"
@@ -284,6 +285,12 @@ class Cycle {
   std::vector<Soon> soon_;
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
+  // (victim's leaf, preemptor's leaf) of the stops within PolicyConfig::take_back_cooldown,
+  // the cycle's own included: the victim's leaf may not stop the preemptor's work for fair share.
+  std::set<std::pair<int32_t, int32_t>> taken_;
+  bool TakesBack(BudgetId preemptor, BudgetId victim) const {
+    return !taken_.empty() && taken_.count({preemptor.value(), victim.value()}) > 0;
+  }
   // Nodes a reservation of this cycle counts on; sized at the cycle's first reservation, as most
   // cycles make none.
   std::vector<uint8_t> in_reservation_;
@@ -355,6 +362,10 @@ void Cycle::Setup() {
   }
   // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
   // them, or other work would slip in there and have to be preempted in turn.
+  if (cfg_.take_back_cooldown > Seconds(0))
+    for (const RecentStop& st : s_.recent_stops)
+      if (s_.now - st.at < cfg_.take_back_cooldown && st.victim != st.preemptor)
+        taken_.insert({st.victim.value(), st.preemptor.value()});
   std::map<int64_t, Shape> claims;  // by job id
   int64_t quick_waiting = 0;
   queued_.reserve(s_.pending_funded.size());
@@ -490,6 +501,7 @@ bool Cycle::MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
   // Work of the job's own budget: fair share never stops it (the GPUs would stay with the
   // budget); under quick_stops_own a quick job may, and only non-quick work.
   if (cfg_.quick_stops_own && f.budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
+  if (TakesBack(j.budget, f.budget)) return false;
   if (!fair) fair.emplace(*fs_, j.budget, fair_gpus, fair_scratch_);
   if (fair->MayPreempt(f.budget, f.gpus)) return GangStopKeepsSides(j, r);
   return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -563,6 +575,8 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     }
     out_.stops.push_back(
         StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false, hold});
+    if (cfg_.take_back_cooldown > Seconds(0) && r.spec->funded() && r.spec->budget != j.budget)
+      taken_.insert({r.spec->budget.value(), j.budget.value()});
     stopping_[v] = true;
     latest = std::max(latest, s_.now + r.spec->grace);
   }
@@ -698,6 +712,7 @@ bool Cycle::TryReserve(const PendingJob& p, const Shape& shape) {
   const double g = j.gpus.value();
   std::optional<FairShare::Preemptor> fair;  // made when first asked
   auto fair_share_allows = [&](size_t i, const RunningJob& r) {
+    if (TakesBack(j.budget, facts_[i].budget)) return false;
     if (!fair) fair.emplace(*fs_, j.budget, g, fair_scratch_);
     return fair->MayPreempt(facts_[i].budget, facts_[i].gpus) && GangStopKeepsSides(j, r);
   };

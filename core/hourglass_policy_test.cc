@@ -171,6 +171,27 @@ TEST(HourglassPolicy, FundedJobPastProtectionIsPreemptedForABudgetFurtherBelowIt
   EXPECT_NE(why.find("budget a "), std::string::npos) << why;
 }
 
+// b's job took GPUs from a 30 minutes ago; within a one-hour cool-down a does not stop b's work
+// for fair share, though it is far below its share. Off, or an hour after that stop, or after a
+// stop the other way, it does.
+TEST(HourglassPolicy, WithACoolDownABudgetDoesNotTakeBackWhatWasJustTakenFromIt) {
+  const Seconds now = Days(2);
+  World w = Starved(now - Hours(2));
+  PolicyConfig cool;
+  cool.take_back_cooldown = Hours(1);
+  auto stops = [&](const PolicyConfig& cfg, std::vector<RecentStop> recent) {
+    Snapshot snap = w.Snap(now, true);
+    snap.recent_stops = recent;
+    return HourglassPolicy(cfg).Cycle(snap).stops.size();
+  };
+  const RecentStop b_took_from_a{now - Minutes(30), w.Leaf("a"), w.Leaf("b")};
+  EXPECT_EQ(stops(cool, {b_took_from_a}), 0u);
+  EXPECT_EQ(stops(PolicyConfig{}, {b_took_from_a}), 1u);
+  EXPECT_EQ(stops(cool, {RecentStop{now - Hours(1), w.Leaf("a"), w.Leaf("b")}}), 1u);
+  EXPECT_EQ(stops(cool, {RecentStop{now - Minutes(30), w.Leaf("b"), w.Leaf("a")}}), 1u);
+  EXPECT_EQ(stops(cool, {}), 1u);
+}
+
 // With large-job holds on, the walk may keep the preemptor back behind its budget's blocked large
 // job once the victim has gone, and the victim's budget would take the GPUs back: the stop holds
 // them for the preemptor. Under the server's loop that alternation ran thousands of rounds (soak

@@ -123,6 +123,23 @@ struct PolicyConfig {
   // longer (p50 3.6-5.4 -> 16-26 min), as they had started mostly on GPUs such stops freed. Off
   // by default: issue 4's target is the wait.
   Seconds quick_protect{0};
+  // A leaf does not stop, for fair share, work of a leaf whose job took GPUs from it within this
+  // long (Snapshot::recent_stops, and the cycle's own stops). Each stop passes the no-ping-pong
+  // rule when it is made, but the keys move after it, and on philly-dev 3.6% of fair-share
+  // stops were answered by a stop the other way within the hour (docs/open-work.md, "Stops taken
+  // back within an hour"). 0: off.
+  Seconds take_back_cooldown{0};
+};
+
+// The longest PolicyConfig::take_back_cooldown: drivers keep the stops of this long, whatever
+// the policy's own setting, so that the snapshot holds what any configuration asks of it.
+inline constexpr Seconds kMaxTakeBackCooldown{86400};
+
+// A stop of funded work of leaf `victim` for a funded job of another leaf, `preemptor`, at `at`.
+struct RecentStop {
+  Seconds at{0};
+  BudgetId victim{0};
+  BudgetId preemptor{0};
 };
 
 struct Snapshot {
@@ -142,6 +159,9 @@ struct Snapshot {
   // skips a pass over the unfunded queue, tens of thousands of sweeps, in every cycle.
   int64_t unfunded_above_tier0 = -1;
   std::span<const RunningJob> running;
+  // Stops of funded work for funded jobs of other leaves, oldest first: at least those within
+  // kMaxTakeBackCooldown of `now` (a driver may keep more; a policy reads those it needs).
+  std::span<const RecentStop> recent_stops;
   bool explain = false;  // fill Decisions::pending with a note per pending job
 };
 

@@ -383,6 +383,9 @@ bool State::Impl::WakeDue(int64_t now) const {
   }
   for (const Node& n : nodes)
     if (n.state == NodeState::kDraining && n.drain_deadline && due(*n.drain_deadline)) return true;
+  if (opt.config.take_back_cooldown > Seconds(0))
+    for (const RecentStop& st : recent_stops)
+      if (due(st.at + opt.config.take_back_cooldown)) return true;
   return false;
 }
 
@@ -442,6 +445,10 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   snap.pending_unfunded = pu;
   snap.unfunded_above_tier0 = unfunded_above_tier0;
   snap.running = run;
+  // Stops older than any cool-down no longer matter (nor wake the loop): dropped here.
+  std::erase_if(s.recent_stops,
+                [&](const RecentStop& r) { return Seconds(now) - r.at >= kMaxTakeBackCooldown; });
+  snap.recent_stops = s.recent_stops;
   // Explanations cost a pass over the whole queue: every cycle while it is short, and once it is
   // long, on a cycle at least explain_every_ms after the last that explained (StateOptions).
   snap.explain = pf.size() + pu.size() <= s.opt.explain_queue_below || !s.last_explain_ms ||
@@ -452,10 +459,17 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
     auto it = s.jobs.find(st.job.value());
     if (it == s.jobs.end() || it->second.rec.state != "running") continue;
     const std::string kind = st.reason.code == ReasonCode::kMaxRuntime ? "max_runtime" : "preempt";
+    const BudgetId victim_budget = it->second.spec.budget;
     if (auto ok =
             s.Stop(it->second, kind, st.reason, Words(st.reason, s.tree, s.nodes), st.for_job, now);
         !ok)
       return ok;
+    // As the simulator records them (PolicyConfig::take_back_cooldown): funded work of one leaf
+    // stopped for a funded job of another.
+    const auto f = s.jobs.find(st.for_job.value());
+    if (f != s.jobs.end() && victim_budget != kUnfunded && f->second.spec.funded() &&
+        victim_budget != f->second.spec.budget)
+      s.recent_stops.push_back(RecentStop{Seconds(now), victim_budget, f->second.spec.budget});
   }
   for (const StopDecision& st : d.stops) {
     if (!st.hold_for) continue;

@@ -88,6 +88,9 @@ struct State::Impl {
   Clock& clock;
   StateOptions opt;
   std::unique_ptr<Policy> policy;
+  // Snapshot::recent_stops: kept in memory for PolicyConfig::take_back_cooldown, so a restart
+  // forgets them (the cool-down then starts afresh; no job or decision depends on them else).
+  std::vector<RecentStop> recent_stops;
 
   std::mutex mu;
   // Principals by token hash (principals are never deleted, so the cache never goes stale).

@@ -188,7 +188,8 @@ class Engine {
   std::map<std::string, size_t> node_by_name_;
 
   std::vector<PendingJob> pending_funded_, pending_unfunded_;
-  std::vector<int32_t> freed_for_;  // jobs whose PendingJob::freed_for is set
+  std::vector<RecentStop> recent_stops_;  // Snapshot::recent_stops, oldest first
+  std::vector<int32_t> freed_for_;        // jobs whose PendingJob::freed_for is set
   size_t holes_funded_ = 0, holes_unfunded_ = 0;
   int64_t unfunded_above_tier0_ = 0;  // Snapshot::unfunded_above_tier0
   std::vector<RunningJob> running_;
@@ -534,6 +535,12 @@ void Engine::StopJob(const StopDecision& d) {
         d.for_job.value() != 0 && f != job_by_id_.end() &&
         specs_[static_cast<size_t>(f->second)].funded())
       pr.for_budget = specs_[static_cast<size_t>(f->second)].budget.value();
+    // The policy's take-back cool-down reads these; its end is a time-only change to act on.
+    if (pr.budget >= 0 && pr.for_budget >= 0 && pr.budget != pr.for_budget) {
+      recent_stops_.push_back(RecentStop{now_, BudgetId(pr.budget), BudgetId(pr.for_budget)});
+      if (opt_.policy.take_back_cooldown > Seconds(0))
+        Push(now_ + opt_.policy.take_back_cooldown, Ev::kWake, -1);
+    }
     rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
     result_.preemptions.push_back(pr);
   }
@@ -730,6 +737,13 @@ void Engine::RunCycle() {
   snap.pending_unfunded = pending_unfunded_;
   snap.unfunded_above_tier0 = unfunded_above_tier0_;
   snap.running = running_;
+  // Stops older than any cool-down no longer matter: dropped once they are half the list.
+  const auto old_end =
+      std::find_if(recent_stops_.begin(), recent_stops_.end(),
+                   [&](const RecentStop& r) { return now_ - r.at < kMaxTakeBackCooldown; });
+  if (old_end - recent_stops_.begin() > static_cast<std::ptrdiff_t>(recent_stops_.size() / 2))
+    recent_stops_.erase(recent_stops_.begin(), old_end);
+  snap.recent_stops = recent_stops_;
   snap.explain = opt_.explain;
   Decisions d = policy_.Cycle(snap);
   ++result_.cycles;

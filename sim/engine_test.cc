@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 
 #include "core/policy.h"
 #include "sim/lab_month.h"
@@ -76,6 +77,30 @@ TEST(Engine, AFairShareStopRecordsTheVictimsAndThePreemptorsLeaves) {
   EXPECT_EQ(p.budget, tree->Find("a")->value());
   EXPECT_EQ(p.for_budget, tree->Find("b")->value());
   EXPECT_EQ(Compute(r).taken_back_within_hour, 0);
+}
+
+// Over lab-month's first four days, a few fair-share stops answer, within the hour, a stop the
+// other way between the same two leaves; with the take-back cool-down none does.
+TEST(Engine, WithTheCoolDownNoFairShareStopTakesBackGpus) {
+  Scenario sc = MakeLabMonth(1);
+  sc.end = Days(4);
+  auto fair_share_taken_back = [&](Seconds cooldown) {
+    SimOptions opt;
+    opt.policy = DeployedConfig();
+    opt.policy.take_back_cooldown = cooldown;
+    const SimResult r = SimulateHourglass(sc, opt);
+    std::map<std::pair<int32_t, int32_t>, Seconds> last;  // (victim's leaf, preemptor's) -> at
+    int n = 0;
+    for (const PreemptionRecord& p : r.preemptions) {
+      if (p.budget < 0 || p.for_budget < 0 || p.budget == p.for_budget) continue;
+      const auto back = last.find({p.for_budget, p.budget});
+      n += back != last.end() && p.at - back->second < Hours(1) && p.cause == StopCause::kFairShare;
+      last[{p.budget, p.for_budget}] = p.at;
+    }
+    return n;
+  };
+  EXPECT_GT(fair_share_taken_back(Seconds(0)), 0);
+  EXPECT_EQ(fair_share_taken_back(Hours(1)), 0);
 }
 
 // On a small cluster the deployed debug headroom is one GPU, kept free while a debug job waits.
