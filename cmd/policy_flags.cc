@@ -146,7 +146,8 @@ std::string Describe(const PolicyConfig& c) {
     << (c.quick_stops_own ? "on" : "off") << ", wait for spare GPUs "
     << (c.wait_for_spare ? "on" : "off") << ", leases " << (c.leases ? "on" : "off")
     << ", debug jobs spared from fair share for " << c.quick_protect.value() << " s"
-    << ", sessions on the headroom " << (c.sessions_use_headroom ? "on" : "off");
+    << ", sessions on the headroom " << (c.sessions_use_headroom ? "on" : "off")
+    << ", take-back cool-down " << c.take_back_cooldown.value() << " s";
   return o.str();
 }
 

@@ -22,6 +22,7 @@ PolicyConfig DeployedConfig() {
   c.quick_headroom_quiet = 2;  // a debug job has 1 or 2 GPUs in lab-month, 1 in Philly
   c.sessions_use_headroom = true;
   c.whole_node_reservation_preempts = true;
+  c.take_back_cooldown = Hours(1);
   return c;
 }
 
