@@ -383,9 +383,6 @@ bool State::Impl::WakeDue(int64_t now) const {
   }
   for (const Node& n : nodes)
     if (n.state == NodeState::kDraining && n.drain_deadline && due(*n.drain_deadline)) return true;
-  if (opt.config.take_back_cooldown > Seconds(0))
-    for (const RecentStop& st : recent_stops)
-      if (due(st.at + opt.config.take_back_cooldown)) return true;
   return false;
 }
 

@@ -535,12 +535,11 @@ void Engine::StopJob(const StopDecision& d) {
         d.for_job.value() != 0 && f != job_by_id_.end() &&
         specs_[static_cast<size_t>(f->second)].funded())
       pr.for_budget = specs_[static_cast<size_t>(f->second)].budget.value();
-    // The policy's take-back cool-down reads these; its end is a time-only change to act on.
-    if (pr.budget >= 0 && pr.for_budget >= 0 && pr.budget != pr.for_budget) {
+    // The policy's take-back cool-down reads these. Its end is a time-only change that no event
+    // marks: the loop's bound on the gap between cycles while a job waits (--max-gap) serves it,
+    // so that the baselines, which have no cool-down, run on the same rhythm either way.
+    if (pr.budget >= 0 && pr.for_budget >= 0 && pr.budget != pr.for_budget)
       recent_stops_.push_back(RecentStop{now_, BudgetId(pr.budget), BudgetId(pr.for_budget)});
-      if (opt_.policy.take_back_cooldown > Seconds(0))
-        Push(now_ + opt_.policy.take_back_cooldown, Ev::kWake, -1);
-    }
     rt.preempt_record = static_cast<int32_t>(result_.preemptions.size());
     result_.preemptions.push_back(pr);
   }
