@@ -360,12 +360,12 @@ void Cycle::Setup() {
     if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
   }
-  // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
-  // them, or other work would slip in there and have to be preempted in turn.
   if (cfg_.take_back_cooldown > Seconds(0))
     for (const RecentStop& st : s_.recent_stops)
       if (s_.now - st.at < cfg_.take_back_cooldown && st.victim != st.preemptor)
         taken_.insert({st.victim.value(), st.preemptor.value()});
+  // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
+  // them, or other work would slip in there and have to be preempted in turn.
   std::map<int64_t, Shape> claims;  // by job id
   int64_t quick_waiting = 0;
   queued_.reserve(s_.pending_funded.size());

@@ -442,7 +442,7 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   snap.pending_unfunded = pu;
   snap.unfunded_above_tier0 = unfunded_above_tier0;
   snap.running = run;
-  // Stops older than any cool-down no longer matter (nor wake the loop): dropped here.
+  // Stops older than any cool-down no longer matter: dropped here.
   std::erase_if(s.recent_stops,
                 [&](const RecentStop& r) { return Seconds(now) - r.at >= kMaxTakeBackCooldown; });
   snap.recent_stops = s.recent_stops;
