@@ -127,7 +127,7 @@ struct PolicyConfig {
   // long (Snapshot::recent_stops, and the cycle's own stops). Each stop passes the no-ping-pong
   // rule when it is made, but the keys move after it, and on philly-dev 3.6% of fair-share
   // stops were answered by a stop the other way within the hour (docs/open-work.md, "Stops taken
-  // back within an hour"). With an hour, 85-93% fewer were, at the same entitlement delivered
+  // back within an hour"). With an hour, 83-94% fewer were, at the same entitlement delivered
   // (lab-month seeds 1-12, philly-dev). 0 (off) here; DeployedConfig() sets an hour.
   Seconds take_back_cooldown{0};
 };
