@@ -360,10 +360,12 @@ void Cycle::Setup() {
     if (!r.stopping) alloc[Ix(r.spec->budget)] += g;
     if (!r.stopping || r.spec->resumable) demand[Ix(r.spec->budget)] += g;
   }
+  // Oldest first: read from the newest back to the first stop past the cool-down, not the day's
+  // worth a driver keeps.
   if (cfg_.take_back_cooldown > Seconds(0))
-    for (const RecentStop& st : s_.recent_stops)
-      if (s_.now - st.at < cfg_.take_back_cooldown && st.victim != st.preemptor)
-        taken_.insert({st.victim.value(), st.preemptor.value()});
+    for (auto st = s_.recent_stops.rbegin();
+         st != s_.recent_stops.rend() && s_.now - st->at < cfg_.take_back_cooldown; ++st)
+      if (st->victim != st->preemptor) taken_.insert({st->victim.value(), st->preemptor.value()});
   // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
   // them, or other work would slip in there and have to be preempted in turn.
   std::map<int64_t, Shape> claims;  // by job id

@@ -494,16 +494,18 @@ void Engine::StopJob(const StopDecision& d) {
   r.stopping = true;
   r.stop_at = now_ + r.spec->grace;
   r.stop_for = d.for_job;
-  if (const auto f = job_by_id_.find(d.for_job.value());
-      d.for_job.value() != 0 && f != job_by_id_.end()) {
+  // The job the GPUs are freed for, if any: looked up once for the wait split, the hold and the
+  // preemption record.
+  const auto f = job_by_id_.find(d.for_job.value());
+  const bool for_known = d.for_job.value() != 0 && f != job_by_id_.end();
+  if (for_known) {
     const auto fi = static_cast<size_t>(f->second);
     if (jobs_[fi].state == JobState::kPending && specs_[fi].funded() &&
         victims_for_[f->second]++ == 0)
       wait_split_.Await(specs_[fi].gpus, specs_[fi].gpus_per_node, specs_[fi].job_class, +1);
   }
-  if (d.hold_for && d.for_job.value() != 0) {
-    const auto f = job_by_id_.find(d.for_job.value());
-    if (f != job_by_id_.end() && jobs_[static_cast<size_t>(f->second)].state == JobState::kPending)
+  if (d.hold_for && for_known) {
+    if (jobs_[static_cast<size_t>(f->second)].state == JobState::kPending)
       if (PendingJob* p = FindPending(f->second); p && !p->freed_for) {
         p->freed_for = true;
         freed_for_.push_back(f->second);
@@ -531,9 +533,7 @@ void Engine::StopJob(const StopDecision& d) {
     pr.run = now_ - r.started;
     pr.contract_violation = protected_now && !operator_forced;
     pr.active_session = r.spec->lease.value() > 0 && now_ < ActiveAt(r) + r.spec->lease;
-    if (const auto f = job_by_id_.find(d.for_job.value());
-        d.for_job.value() != 0 && f != job_by_id_.end() &&
-        specs_[static_cast<size_t>(f->second)].funded())
+    if (for_known && specs_[static_cast<size_t>(f->second)].funded())
       pr.for_budget = specs_[static_cast<size_t>(f->second)].budget.value();
     // The policy's take-back cool-down reads these. Its end is a time-only change that no event
     // marks: the loop's bound on the gap between cycles while a job waits (--max-gap) serves it,
