@@ -68,6 +68,9 @@ enum ShareStanding : int64_t {
   kWouldPassVictims = 3,
   kWaitsForProtection = 4,
   kTooLittleToStop = 5,
+  // Work it could stop would free enough, but belongs to budgets that took GPUs from it within
+  // PolicyConfig::take_back_cooldown: it may not take them back yet.
+  kTakeBackCooldown = 6,
 };
 
 struct Reason {

@@ -83,13 +83,16 @@ class Cycle {
   // May running job i be stopped for j? The contract, leases, the reservation's case (c) when j
   // is its `holder`, and fair share, whose test counts `fair_gpus` of j's on its budget's side
   // (`fair` is made on first use: most plans never ask it). `protection_over`: as if every
-  // contract, lease and quick_protect had ended (for a reason, never for a decision).
+  // contract, lease and quick_protect had ended, `cooldown_over` as if no take-back cool-down
+  // held (both for a reason, never for a decision).
   bool MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
-               std::optional<FairShare::Preemptor>& fair, bool protection_over = false);
+               std::optional<FairShare::Preemptor>& fair, bool protection_over = false,
+               bool cooldown_over = false);
   // For the reason of a job below its share that planned and found nothing to stop: would a plan
   // have found victims had its own GPUs not counted on its budget's side (then the no-ping-pong
   // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
-  // (kWaitsForProtection)? Else the work it may stop is too little (kTooLittleToStop).
+  // (kWaitsForProtection), or had those and the take-back cool-down ended (kTakeBackCooldown)?
+  // Else the work it may stop is too little (kTooLittleToStop).
   ShareStanding WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
   // What keeps a job below its share waiting, and for protected work an estimate of its start.
   struct Standing {
@@ -483,7 +486,8 @@ const std::vector<int32_t>& Cycle::CouldHost(int32_t g) {
 }
 
 bool Cycle::MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
-                    std::optional<FairShare::Preemptor>& fair, bool protection_over) {
+                    std::optional<FairShare::Preemptor>& fair, bool protection_over,
+                    bool cooldown_over) {
   const Facts& f = facts_[i];
   if (!f.funded) return true;
   if (s_.now < f.contract_until && !protection_over) return false;  // the contract
@@ -503,7 +507,7 @@ bool Cycle::MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
   // Work of the job's own budget: fair share never stops it (the GPUs would stay with the
   // budget); under quick_stops_own a quick job may, and only non-quick work.
   if (cfg_.quick_stops_own && f.budget == j.budget) return IsQuick(j) && !IsQuick(*r.spec);
-  if (TakesBack(j.budget, f.budget)) return false;
+  if (!cooldown_over && TakesBack(j.budget, f.budget)) return false;
   if (!fair) fair.emplace(*fs_, j.budget, fair_gpus, fair_scratch_);
   if (fair->MayPreempt(f.budget, f.gpus)) return GangStopKeepsSides(j, r);
   return cfg_.quick_first && IsQuick(j) && !IsQuick(*r.spec) &&
@@ -648,14 +652,18 @@ std::optional<PreemptionPlan> Cycle::Plan(const JobSpec& j, const Shape& shape,
 
 ShareStanding Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
   const bool holder = reservations_ < cfg_.max_reservations;
-  auto found = [&](bool protection_over) {
+  auto found = [&](bool protection_over, bool cooldown_over) {
     std::optional<FairShare::Preemptor> fair;
-    auto eligible = [&](size_t i) { return MayStop(j, holder, i, 0.0, fair, protection_over); };
+    auto eligible = [&](size_t i) {
+      return MayStop(j, holder, i, 0.0, fair, protection_over, cooldown_over);
+    };
     auto plan = Plan(j, shape, eligible, protection_over);
     return plan && !plan->victims.empty() && !Futile(j, *plan, holder);
   };
-  if (found(false)) return kWouldPassVictims;
-  if (found(true)) return kWaitsForProtection;
+  if (found(false, false)) return kWouldPassVictims;
+  if (found(true, false)) return kWaitsForProtection;
+  // Protection may hold some of that work too; the cool-down is what still holds once it ends.
+  if (!taken_.empty() && found(true, true)) return kTakeBackCooldown;
   return kTooLittleToStop;
 }
 

@@ -663,6 +663,40 @@ TEST(HourglassPolicy, AJobWithNothingItMayStopSaysSo) {
       "fits)");
 }
 
+// A job kept back by the take-back cool-down says so, not that the work it may stop is too little
+// (which it would not be once the cool-down ends), whether that work is still protected or not.
+TEST(HourglassPolicy, AJobKeptBackByTheTakeBackCoolDownSaysSo) {
+  const Seconds now = Days(2);
+  const std::string words =
+      "waiting for 8 GPUs (0 free, none preemptible for budget a, which is below its share: the "
+      "work it could stop belongs to budgets that took GPUs from it within the take-back "
+      "cool-down, and it may not take them back yet)";
+  for (const Seconds started : {now - Hours(2), now - Minutes(30)}) {
+    SCOPED_TRACE(started.value());
+    World w = Starved(started);
+    PolicyConfig cfg;
+    cfg.max_reservations = 0;
+    cfg.take_back_cooldown = Hours(1);
+    Snapshot snap = w.Snap(now, true);
+    const std::vector<RecentStop> recent{RecentStop{now - Minutes(30), w.Leaf("a"), w.Leaf("b")}};
+    snap.recent_stops = recent;
+    const Decisions d = HourglassPolicy(cfg).Cycle(snap);
+    EXPECT_TRUE(d.stops.empty());
+    ExpectWaitGpus(d, w, kStarved, kTakeBackCooldown, words);
+    // Once the cool-down has lapsed, the reason is what it was before.
+    const std::vector<RecentStop> lapsed{RecentStop{now - Hours(2), w.Leaf("a"), w.Leaf("b")}};
+    snap.recent_stops = lapsed;
+    const Decisions later = HourglassPolicy(cfg).Cycle(snap);
+    if (started == now - Hours(2)) {
+      EXPECT_EQ(later.stops.size(), 1u);
+    } else {
+      ExpectWaitGpus(later, w, kStarved, kWaitsForProtection,
+                     "waiting for 8 GPUs (0 free, none preemptible for budget a, which is below "
+                     "its share: the work it may stop is still protected)");
+    }
+  }
+}
+
 // A leaf's later jobs of a shape that already failed in the cycle are passed over by the failure
 // cache, with no plan of their own; their reason still says what keeps them waiting. b's first
 // 4-GPU job may stop only a's job, still protected; a second one says the same; b's 8-GPU job

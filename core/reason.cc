@@ -66,6 +66,9 @@ std::string Describe(const Reason& r, const BudgetTree& tree) {
              "not free enough GPUs where it fits";
       else if (r.c == kBelowShare)
         s += ", which is below its share: the work it may stop is still protected or too little";
+      else if (r.c == kTakeBackCooldown)
+        s += ", which is below its share: the work it could stop belongs to budgets that took "
+             "GPUs from it within the take-back cool-down, and it may not take them back yet";
       else if (r.c == kWouldPassVictims)
         s += ", which is below its share, but would be served better than every budget whose work "
              "it could stop once it held these GPUs, and may not leave them below it: it waits "

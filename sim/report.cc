@@ -199,11 +199,13 @@ Measures Compute(const SimResult& r) {
     m.stopped_within_minute_by_class[cls] = 0;
   }
   // The last stop of a job of leaf A for a job of leaf B, by (A, B). Records come in time order.
+  // Less than an hour after, as PolicyConfig::take_back_cooldown counts: an hour's cool-down
+  // lapses at the hour.
   std::map<std::pair<int32_t, int32_t>, Seconds> last_stop;
   for (const PreemptionRecord& p : r.preemptions) {
     if (p.budget >= 0 && p.for_budget >= 0 && p.budget != p.for_budget) {
       const auto back = last_stop.find({p.for_budget, p.budget});
-      if (back != last_stop.end() && p.at - back->second <= Seconds(3600))
+      if (back != last_stop.end() && p.at - back->second < Seconds(3600))
         ++m.taken_back_within_hour;
       last_stop[{p.budget, p.for_budget}] = p.at;
     }

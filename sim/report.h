@@ -126,8 +126,9 @@ struct Measures {
   int64_t stopped_within_minute = 0;  // the sum over classes
   int64_t contract_violations = 0;
   int64_t active_sessions_stopped = 0;  // sessions stopped within a lease of their user's activity
-  // Stops of a funded job of leaf A for a job of leaf B that come within an hour of a stop of a
-  // job of B for a job of A: GPUs taken back, the ping-pong DESIGN's preemption rule forbids.
+  // Stops of a funded job of leaf A for a job of leaf B that come less than an hour after a stop
+  // of a job of B for a job of A: GPUs taken back, the ping-pong DESIGN's preemption rule
+  // forbids.
   int64_t taken_back_within_hour = 0;
 
   std::map<int, std::optional<double>> entitlement_by_level;  // depth -> delivered fraction

@@ -294,7 +294,9 @@ TEST(ReportCompute, StopsAnsweredWithinAnHourByAStopTheOtherWayAreTakenBack) {
   stop(9200, 1, 3);   // ... until one takes back from the other: counted
   stop(9300, -1, 1);  // unfunded work, or a stop for no job, never counts
   stop(9400, 1, -1);
-  stop(9500, 1, 1);  // within one leaf (a debug job stopping its own budget's work): no
+  stop(9500, 1, 1);   // within one leaf (a debug job stopping its own budget's work): no
+  stop(12800, 3, 1);  // an hour to the second after 9200: no longer within it (the cool-down's
+                      // bound: it lapses then)
   EXPECT_EQ(Compute(r).taken_back_within_hour, 3);
   EXPECT_EQ(ToJson({r})["policies"][""]["taken_back_within_1h"], 3);
 }
