@@ -155,6 +155,10 @@ Result<void> State::Impl::Load() {
     owed = std::make_unique<UsageLedger>(tree, opt.config.window);
     hist_owed.Replay(tree, *owed, now);
   }
+  // The stops the take-back cool-downs count from.
+  auto stops = store.RecentStopsSince(now - kMaxTakeBackCooldown.value());
+  if (!stops) return tl::unexpected(stops.error());
+  for (const store::RecentStopRecord& r : *stops) recent_stops.Add(r, tree);
   // The queue and the running jobs.
   for (auto& [id, j] : jobs) {
     if (j.rec.state == "pending") {
@@ -242,6 +246,7 @@ Result<void> State::Impl::RebuildTree(std::vector<store::BudgetRecord> records, 
   budgets = std::move(records);
   tree = std::move(*t);
   for (auto& [id, j] : jobs) ResolveBudget(j);
+  recent_stops.Remap(tree);
   delivered = std::make_unique<UsageLedger>(tree, opt.config.window);
   owed = std::make_unique<UsageLedger>(tree, opt.config.window);
   hist_delivered.Prune(now - opt.config.window.value() - 3600);

@@ -235,11 +235,21 @@ Result<void> State::Impl::Stop(JobRt& j, const std::string& kind, const Reason& 
   const std::string event = kind == "cancel"    ? "cancelling"
                             : kind == "preempt" ? "preempting"
                                                 : "stopping";
+  // A preemption of funded work for a funded job of another leaf: the take-back cool-down counts
+  // from it (as the simulator records them), stored with the stop.
+  std::optional<store::RecentStopRecord> between;
+  if (kind == "preempt" && j.spec.funded())
+    if (const auto f = jobs.find(for_job.value());
+        f != jobs.end() && f->second.spec.funded() && f->second.spec.budget != j.spec.budget)
+      between = store::RecentStopRecord{now, j.rec.budget, f->second.rec.budget};
   auto ok = store.Transaction([&](store::Store& s) -> Result<void> {
     if (auto r = s.UpdateJob(rec); !r) return r;
+    if (between)
+      if (auto r = s.AddRecentStop(*between); !r) return r;
     return s.AddJobEvent({rec.id, now, event, words});
   });
   if (!ok) return ok;
+  if (between) recent_stops.Add(*between, tree);
   j.rec = std::move(rec);
   j.stopping = true;
   j.stop_kind = kind;
@@ -442,10 +452,15 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
   snap.pending_unfunded = pu;
   snap.unfunded_above_tier0 = unfunded_above_tier0;
   snap.running = run;
-  // Stops older than any cool-down no longer matter: dropped here.
-  std::erase_if(s.recent_stops,
-                [&](const RecentStop& r) { return Seconds(now) - r.at >= kMaxTakeBackCooldown; });
-  snap.recent_stops = s.recent_stops;
+  // Stops older than any cool-down no longer matter: dropped here, and from the store at most
+  // hourly (a write of its own).
+  const int64_t oldest = now - kMaxTakeBackCooldown.value() + 1;
+  s.recent_stops.DropBefore(oldest);
+  if (now - s.recent_stops_pruned_at >= 3600) {
+    if (auto ok = s.store.PruneRecentStops(oldest); !ok) return ok;
+    s.recent_stops_pruned_at = now;
+  }
+  snap.recent_stops = s.recent_stops.ids();
   // Explanations cost a pass over the whole queue: every cycle while it is short, and once it is
   // long, on a cycle at least explain_every_ms after the last that explained (StateOptions).
   snap.explain = pf.size() + pu.size() <= s.opt.explain_queue_below || !s.last_explain_ms ||
@@ -456,17 +471,10 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
     auto it = s.jobs.find(st.job.value());
     if (it == s.jobs.end() || it->second.rec.state != "running") continue;
     const std::string kind = st.reason.code == ReasonCode::kMaxRuntime ? "max_runtime" : "preempt";
-    const BudgetId victim_budget = it->second.spec.budget;
     if (auto ok =
             s.Stop(it->second, kind, st.reason, Words(st.reason, s.tree, s.nodes), st.for_job, now);
         !ok)
       return ok;
-    // As the simulator records them (PolicyConfig::take_back_cooldown): funded work of one leaf
-    // stopped for a funded job of another.
-    const auto f = s.jobs.find(st.for_job.value());
-    if (f != s.jobs.end() && victim_budget != kUnfunded && f->second.spec.funded() &&
-        victim_budget != f->second.spec.budget)
-      s.recent_stops.push_back(RecentStop{Seconds(now), victim_budget, f->second.spec.budget});
   }
   for (const StopDecision& st : d.stops) {
     if (!st.hold_for) continue;

@@ -19,6 +19,7 @@
 #include "core/usage_ledger.h"
 #include "server/clock.h"
 #include "server/metrics.h"
+#include "server/recent_stops.h"
 #include "server/state.h"
 #include "server/usage_history.h"
 #include "store/store.h"
@@ -88,9 +89,11 @@ struct State::Impl {
   Clock& clock;
   StateOptions opt;
   std::unique_ptr<Policy> policy;
-  // Snapshot::recent_stops: kept in memory for PolicyConfig::take_back_cooldown, so a restart
-  // forgets them (the cool-down then starts afresh; no job or decision depends on them else).
-  std::vector<RecentStop> recent_stops;
+  // Snapshot::recent_stops, for PolicyConfig::take_back_cooldown: the last kMaxTakeBackCooldown's
+  // stops between budgets, each stored with its stop (Stop) and read back on a restart (Load), so
+  // a restart does not lift a cool-down. The store's copy is pruned at most hourly.
+  RecentStops recent_stops;
+  int64_t recent_stops_pruned_at = 0;
 
   std::mutex mu;
   // Principals by token hash (principals are never deleted, so the cache never goes stale).

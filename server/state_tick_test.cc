@@ -6,95 +6,17 @@
 // scheduling_test.cc.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <map>
-#include <memory>
 #include <string>
 
-#include "server/requests.h"
-#include "server/state.h"
-#include "server/test_clock.h"
-#include "store/sqlite_store.h"
-#include "store/test_dir.h"
+#include "server/state_test_loop.h"
 
 namespace hg::server {
 namespace {
 
 using nlohmann::json;
-
-const store::PrincipalRecord kAdmin{"admin", "admin"};
-
-// One node "n1" of `gpus` GPUs, registered at 0 s; budgets "a" (share `share_a`) and "b" (share
-// 1). Times are seconds after 1,000,000 s since the epoch. No max gap unless given (the server's
-// default is 300 s), so that each test sees only the rule it is about.
-class Loop {
- public:
-  explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0,
-                int64_t max_gap_ms = 0, const std::function<void(StateOptions&)>& tweak = {})
-      : clock_(int64_t{1000000} * 1000) {
-    auto st = store::OpenSqliteStore(dir_.path() + "/hourglass.db");
-    EXPECT_TRUE(st) << st.error().ToString();
-    store_ = std::move(*st);
-    StateOptions o;
-    o.lost_after_s = lost_after_s;  // by default long: the test beats only when it needs to
-    o.timer_ms = timer_ms;
-    o.max_gap_ms = max_gap_ms;
-    o.initial_budgets = {BudgetSpec{"a", "", share_a, std::nullopt, {}, 0},
-                         BudgetSpec{"b", "", 1.0, std::nullopt, {}, 0}};
-    if (tweak) tweak(o);
-    auto s = State::Open(*store_, clock_, o);
-    EXPECT_TRUE(s) << s.error().ToString();
-    state_ = std::move(*s);
-    auto reg = ParseRegistration({{"node", "n1"},
-                                  {"gpus", gpus},
-                                  {"labels", {{"block", "b0"}}},
-                                  {"running", json::array()}});
-    EXPECT_TRUE(reg);
-    EXPECT_TRUE(state_->Register(*reg));
-  }
-
-  // Seconds since the start.
-  void At(int64_t s) { clock_.Set((int64_t{1000000} + s) * 1000); }
-  bool Tick() {
-    auto ran = state_->Tick();
-    EXPECT_TRUE(ran) << ran.error().ToString();
-    return ran && *ran;
-  }
-  int64_t Submit(const json& body) {
-    auto rec = ParseJobRequest(body);
-    EXPECT_TRUE(rec) << rec.error().reason;
-    auto id = state_->Submit(kAdmin, *rec);
-    EXPECT_TRUE(id) << id.error().reason;
-    return id ? *id : 0;
-  }
-  std::string StateOf(int64_t id) { return Field(id, "state"); }
-  std::string Field(int64_t id, const char* field) {
-    auto j = state_->JobJson(kAdmin, id);
-    EXPECT_TRUE(j);
-    return j ? (*j)[field].get<std::string>() : "";
-  }
-  // A heartbeat from n1 that lists every start order as running (confirms the starts).
-  void Beat() {
-    auto hb = ParseHeartbeat({{"node", "n1"},
-                              {"health", {{"ok", true}, {"detail", ""}}},
-                              {"running", running_},
-                              {"exited", json::array()}});
-    ASSERT_TRUE(hb);
-    auto r = state_->OnHeartbeat(*hb);
-    ASSERT_TRUE(r);
-    for (const json& o : (*r)["orders"])
-      if (o["type"] == "start")
-        running_.push_back({{"job", o["job"]}, {"attempt", o["attempt"]}, {"pid", 1}});
-  }
-  State& state() { return *state_; }
-
- private:
-  store::TestDir dir_;
-  ManualClock clock_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<State> state_;
-  json running_ = json::array();
-};
+using testing::kAdmin;
+using testing::Loop;
 
 TEST(StateTick, ACycleRunsOnlyOnATickAfterAChange) {
   Loop l(2);

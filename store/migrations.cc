@@ -122,6 +122,18 @@ ALTER TABLE jobs ADD COLUMN lease_s INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN active_at INTEGER;
 )sql";
 
+// Version 3: stops between budgets, for the take-back cool-down (RecentStopRecord). Read by
+// time on each start, pruned by time.
+constexpr const char* kV3 = R"sql(
+CREATE TABLE recent_stops (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at INTEGER NOT NULL,
+  budget TEXT NOT NULL,
+  for_budget TEXT NOT NULL
+);
+CREATE INDEX recent_stops_by_at ON recent_stops(at);
+)sql";
+
 Result<void> EnsureVersionTable(sql::Db& db) {
   // One row; created with version 0 so every later step is a plain UPDATE.
   return db.Exec(
@@ -142,7 +154,7 @@ Error TooNew(const sql::Db& db, int have, size_t known) {
 }  // namespace
 
 const std::vector<std::string>& SchemaSteps() {
-  static const std::vector<std::string> steps = {kV1, kV2};
+  static const std::vector<std::string> steps = {kV1, kV2, kV3};
   return steps;
 }
 

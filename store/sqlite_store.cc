@@ -410,6 +410,33 @@ Result<std::vector<RunRecord>> RunsSinceOn(Db& db, int64_t t) {
   return out;
 }
 
+Result<void> AddRecentStopOn(Db& db, const RecentStopRecord& r) {
+  auto st = db.Cached("INSERT INTO recent_stops (at, budget, for_budget) VALUES (?1, ?2, ?3)");
+  HG_TRY(st);
+  return (*st)->Bind(1, r.at).Bind(2, r.budget).Bind(3, r.for_budget).Run();
+}
+
+Result<std::vector<RecentStopRecord>> RecentStopsSinceOn(Db& db, int64_t t) {
+  auto st =
+      db.Cached("SELECT at, budget, for_budget FROM recent_stops WHERE at >= ?1 ORDER BY at, id");
+  HG_TRY(st);
+  (*st)->Bind(1, t);
+  std::vector<RecentStopRecord> out;
+  for (;;) {
+    auto row = (*st)->Step();
+    HG_TRY(row);
+    if (!*row) break;
+    out.push_back({(*st)->Int64(0), (*st)->Text(1), (*st)->Text(2)});
+  }
+  return out;
+}
+
+Result<void> PruneRecentStopsOn(Db& db, int64_t before) {
+  auto st = db.Cached("DELETE FROM recent_stops WHERE at < ?1");
+  HG_TRY(st);
+  return (*st)->Bind(1, before).Run();
+}
+
 Result<void> PutNodeOn(Db& db, const NodeRecord& n) {
   auto labels = EncodeMap(n.labels, "labels");
   HG_TRY(labels);
@@ -519,6 +546,11 @@ class TxStore final : public Store {
   }
   Result<void> PutRun(const RunRecord& r) override { return PutRunOn(db_, r); }
   Result<std::vector<RunRecord>> RunsSince(int64_t t) override { return RunsSinceOn(db_, t); }
+  Result<void> AddRecentStop(const RecentStopRecord& r) override { return AddRecentStopOn(db_, r); }
+  Result<std::vector<RecentStopRecord>> RecentStopsSince(int64_t t) override {
+    return RecentStopsSinceOn(db_, t);
+  }
+  Result<void> PruneRecentStops(int64_t before) override { return PruneRecentStopsOn(db_, before); }
   Result<void> PutNode(const NodeRecord& n) override { return PutNodeOn(db_, n); }
   Result<std::vector<NodeRecord>> Nodes() override { return NodesOn(db_); }
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override {
@@ -716,6 +748,12 @@ Result<void> SqliteStore::AddJobEvent(const JobEventRecord& e) {
 Result<void> SqliteStore::PutRun(const RunRecord& r) {
   return Write([&](Db& db) { return PutRunOn(db, r); });
 }
+Result<void> SqliteStore::AddRecentStop(const RecentStopRecord& r) {
+  return Write([&](Db& db) { return AddRecentStopOn(db, r); });
+}
+Result<void> SqliteStore::PruneRecentStops(int64_t before) {
+  return Write([&](Db& db) { return PruneRecentStopsOn(db, before); });
+}
 Result<void> SqliteStore::PutNode(const NodeRecord& n) {
   return Write([&](Db& db) { return PutNodeOn(db, n); });
 }
@@ -763,6 +801,10 @@ Result<std::vector<JobEventRecord>> SqliteStore::JobEvents(int64_t job) {
 Result<std::vector<RunRecord>> SqliteStore::RunsSince(int64_t t) {
   std::lock_guard lock(read_mu_);
   return RunsSinceOn(read_db_, t);
+}
+Result<std::vector<RecentStopRecord>> SqliteStore::RecentStopsSince(int64_t t) {
+  std::lock_guard lock(read_mu_);
+  return RecentStopsSinceOn(read_db_, t);
 }
 Result<std::vector<NodeRecord>> SqliteStore::Nodes() {
   std::lock_guard lock(read_mu_);

@@ -62,6 +62,10 @@ class SqliteStore final : public Store {
   Result<void> PutRun(const RunRecord& r) override;
   Result<std::vector<RunRecord>> RunsSince(int64_t t) override;
 
+  Result<void> AddRecentStop(const RecentStopRecord& r) override;
+  Result<std::vector<RecentStopRecord>> RecentStopsSince(int64_t t) override;
+  Result<void> PruneRecentStops(int64_t before) override;
+
   Result<void> PutNode(const NodeRecord& n) override;
   Result<std::vector<NodeRecord>> Nodes() override;
 

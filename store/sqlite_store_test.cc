@@ -385,6 +385,41 @@ TEST(SqliteStore, EventsRunsAndNodesRoundTrip) {
   EXPECT_EQ(got.logs_url, "http://n2:9000");
 }
 
+// Stops between budgets come back in the order they were added, from a time on; pruning drops
+// those before a time; in a transaction that fails, none is kept; and they outlive a reopening.
+TEST(SqliteStore, RecentStopsAreReadFromATimeAndPrunedBeforeOne) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  auto at_budgets = [](const std::vector<RecentStopRecord>& v) {
+    std::vector<std::string> out;
+    for (const RecentStopRecord& r : v)
+      out.push_back(std::to_string(r.at) + " " + r.budget + ">" + r.for_budget);
+    return out;
+  };
+  {
+    auto s = MustOpen(path);
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(s->AddRecentStop({100, "a", "b"}));
+    ASSERT_TRUE(s->AddRecentStop({200, "b", "a"}));
+    ASSERT_TRUE(s->AddRecentStop({200, "a", "c"}));  // the same second: kept in the order added
+    ASSERT_TRUE(s->AddRecentStop({300, "c", "b"}));
+    auto since = s->RecentStopsSince(200);
+    ASSERT_TRUE(since);
+    EXPECT_EQ(at_budgets(*since), std::vector<std::string>({"200 b>a", "200 a>c", "300 c>b"}));
+    auto r = s->Transaction([&](Store& tx) -> Result<void> {
+      if (auto ok = tx.AddRecentStop({400, "a", "b"}); !ok) return ok;
+      return Fail("test", "changed my mind");
+    });
+    ASSERT_FALSE(r);
+    ASSERT_TRUE(s->PruneRecentStops(200));
+  }
+  auto s = MustOpen(path);
+  ASSERT_TRUE(s);
+  auto all = s->RecentStopsSince(0);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(at_budgets(*all), std::vector<std::string>({"200 b>a", "200 a>c", "300 c>b"}));
+}
+
 TEST(SqliteStore, TransactionIsAllOrNothing) {
   TestDir dir;
   auto s = MustOpen(dir.File("hg.db"));

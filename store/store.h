@@ -99,6 +99,15 @@ struct RunRecord {
   std::optional<int64_t> ended_at;  // null while running
 };
 
+// A stop of a funded job of one leaf budget for a funded job of another leaf (Snapshot's
+// recent_stops): the take-back cool-down counts from these, so they outlive a restart. By name:
+// budget ids change when the tree does.
+struct RecentStopRecord {
+  int64_t at = 0;
+  std::string budget;      // the stopped job's, as submitted
+  std::string for_budget;  // the job's it was stopped for
+};
+
 struct NodeRecord {
   std::string name;
   int32_t gpus = 0;
@@ -143,6 +152,13 @@ class Store {
   // Runs (usage).
   virtual Result<void> PutRun(const RunRecord& r) = 0;  // insert or update by (job, attempt)
   virtual Result<std::vector<RunRecord>> RunsSince(int64_t t) = 0;  // ended_at null or >= t
+
+  // Stops between budgets (RecentStopRecord). The server keeps the last kMaxTakeBackCooldown's
+  // worth and prunes older ones.
+  virtual Result<void> AddRecentStop(const RecentStopRecord& r) = 0;
+  virtual Result<std::vector<RecentStopRecord>> RecentStopsSince(int64_t t) = 0;  // at >= t, in
+                                                                                  // order added
+  virtual Result<void> PruneRecentStops(int64_t before) = 0;  // drops those with at < before
 
   // Nodes.
   virtual Result<void> PutNode(const NodeRecord& n) = 0;
