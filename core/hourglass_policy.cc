@@ -93,12 +93,19 @@ class Cycle {
   // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
   // (kWaitsForProtection), or had those and the take-back cool-down ended (kTakeBackCooldown)?
   // Else the work it may stop is too little (kTooLittleToStop).
-  ShareStanding WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
-  // What keeps a job below its share waiting, and for protected work an estimate of its start.
+  // What keeps a job below its share waiting, and for protected work or the cool-down an
+  // estimate of its start.
   struct Standing {
     ShareStanding standing = kBelowShare;
-    Seconds eta = kNever;  // kWaitsForProtection: EstimatedStartPastProtections
+    // kWaitsForProtection: EstimatedStartPastProtections; kTakeBackCooldown:
+    // EstimatedStartPastCooldown.
+    Seconds eta = kNever;
   };
+  Standing WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
+  // When the victims of `plan` (made as if no protection or cool-down held) may be stopped, once
+  // their protections and the cool-downs that hold them have ended, and are killed a grace period
+  // later: an estimate of the start of a job the cool-down keeps waiting.
+  Seconds EstimatedStartPastCooldown(const JobSpec& j, const PreemptionPlan& plan) const;
   // The standing of a job below its share that waits (explained cycles only). A job the failure
   // cache passed over had no plan of its own: it says what the leaf's job of the same shape
   // found, or, for a shape of its own, what plans made for it find, within a bound on such plans
@@ -289,8 +296,9 @@ class Cycle {
   std::optional<FairShare> fs_;
   std::map<int64_t, Seconds> waiting_on_victims_;  // job id -> latest victim kill time
   // (victim's leaf, preemptor's leaf) of the stops within PolicyConfig::take_back_cooldown,
-  // the cycle's own included: the victim's leaf may not stop the preemptor's work for fair share.
-  std::set<std::pair<int32_t, int32_t>> taken_;
+  // the cycle's own included: the victim's leaf may not stop the preemptor's work for fair share
+  // until the cool-down of the pair's latest stop lapses (the value).
+  std::map<std::pair<int32_t, int32_t>, Seconds> taken_;
   bool TakesBack(BudgetId preemptor, BudgetId victim) const {
     return !taken_.empty() && taken_.count({preemptor.value(), victim.value()}) > 0;
   }
@@ -368,7 +376,9 @@ void Cycle::Setup() {
   if (cfg_.take_back_cooldown > Seconds(0))
     for (auto st = s_.recent_stops.rbegin();
          st != s_.recent_stops.rend() && s_.now - st->at < cfg_.take_back_cooldown; ++st)
-      if (st->victim != st->preemptor) taken_.insert({st->victim.value(), st->preemptor.value()});
+      if (st->victim != st->preemptor)  // the newest first: emplace keeps it
+        taken_.emplace(std::make_pair(st->victim.value(), st->preemptor.value()),
+                       st->at + cfg_.take_back_cooldown);
   // A job waiting for its victims to exit also holds the free GPUs its placement needs next to
   // them, or other work would slip in there and have to be preempted in turn.
   std::map<int64_t, Shape> claims;  // by job id
@@ -582,7 +592,8 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     out_.stops.push_back(
         StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false, hold});
     if (cfg_.take_back_cooldown > Seconds(0) && r.spec->funded() && r.spec->budget != j.budget)
-      taken_.insert({r.spec->budget.value(), j.budget.value()});
+      taken_.insert_or_assign({r.spec->budget.value(), j.budget.value()},
+                              s_.now + cfg_.take_back_cooldown);
     stopping_[v] = true;
     latest = std::max(latest, s_.now + r.spec->grace);
   }
@@ -650,21 +661,39 @@ std::optional<PreemptionPlan> Cycle::Plan(const JobSpec& j, const Shape& shape,
                         MayUseReserved(j), may_leave_, visit, soon_, slice_gpus_, &plan_scratch_);
 }
 
-ShareStanding Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
+Cycle::Standing Cycle::WhyBelowShareWaits(const JobSpec& j, const Shape& shape) {
   const bool holder = reservations_ < cfg_.max_reservations;
-  auto found = [&](bool protection_over, bool cooldown_over) {
+  auto found = [&](bool protection_over, bool cooldown_over) -> std::optional<PreemptionPlan> {
     std::optional<FairShare::Preemptor> fair;
     auto eligible = [&](size_t i) {
       return MayStop(j, holder, i, 0.0, fair, protection_over, cooldown_over);
     };
     auto plan = Plan(j, shape, eligible, protection_over);
-    return plan && !plan->victims.empty() && !Futile(j, *plan, holder);
+    if (!plan || plan->victims.empty() || Futile(j, *plan, holder)) return std::nullopt;
+    return plan;
   };
-  if (found(false, false)) return kWouldPassVictims;
-  if (found(true, false)) return kWaitsForProtection;
+  if (found(false, false)) return {kWouldPassVictims};
+  if (found(true, false)) return {kWaitsForProtection, EstimatedStartPastProtections(j, shape)};
   // Protection may hold some of that work too; the cool-down is what still holds once it ends.
-  if (!taken_.empty() && found(true, true)) return kTakeBackCooldown;
-  return kTooLittleToStop;
+  if (!taken_.empty())
+    if (const auto plan = found(true, true))
+      return {kTakeBackCooldown, EstimatedStartPastCooldown(j, *plan)};
+  return {kTooLittleToStop};
+}
+
+Seconds Cycle::EstimatedStartPastCooldown(const JobSpec& j, const PreemptionPlan& plan) const {
+  Seconds eta = s_.now;
+  for (size_t v : plan.victims) {
+    const RunningJob& r = s_.running[v];
+    Seconds t = s_.now;
+    if (facts_[v].funded) {
+      const auto lapse = taken_.find({j.budget.value(), facts_[v].budget.value()});
+      if (lapse != taken_.end()) t = lapse->second;
+      t = std::max({t, ReleaseBound(r), SparedUntil(r)});
+    }
+    eta = std::max(eta, t + r.spec->grace);
+  }
+  return eta;
 }
 
 Cycle::Standing Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) {
@@ -676,9 +705,7 @@ Cycle::Standing Cycle::BelowShareStanding(const JobSpec& j, const Shape& shape) 
     // what keeps it waiting is not known: a plan counting its own GPUs might have found victims.
     if (preempt_attempts_ > max_plans_ || ++explain_plans_ > max_plans_) return {};
   }
-  Standing standing{WhyBelowShareWaits(j, shape)};
-  if (standing.standing == kWaitsForProtection)
-    standing.eta = EstimatedStartPastProtections(j, shape);
+  const Standing standing = WhyBelowShareWaits(j, shape);
   standing_.insert_or_assign(at, standing);
   return standing;
 }

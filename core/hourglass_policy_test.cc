@@ -678,11 +678,17 @@ TEST(HourglassPolicy, AJobKeptBackByTheTakeBackCoolDownSaysSo) {
     cfg.max_reservations = 0;
     cfg.take_back_cooldown = Hours(1);
     Snapshot snap = w.Snap(now, true);
-    const std::vector<RecentStop> recent{RecentStop{now - Minutes(30), w.Leaf("a"), w.Leaf("b")}};
+    // The cool-down of the later stop lapses in 10 minutes; the victim's protection (1 h) has
+    // ended, or ends in 30 minutes: the job's estimated start is the later, plus the victim's
+    // grace.
+    const std::vector<RecentStop> recent{RecentStop{now - Minutes(55), w.Leaf("a"), w.Leaf("b")},
+                                         RecentStop{now - Minutes(50), w.Leaf("a"), w.Leaf("b")}};
     snap.recent_stops = recent;
     const Decisions d = HourglassPolicy(cfg).Cycle(snap);
     EXPECT_TRUE(d.stops.empty());
     ExpectWaitGpus(d, w, kStarved, kTakeBackCooldown, words);
+    EXPECT_EQ(NoteFor(d, kStarved)->estimated_start,
+              std::max(now + Minutes(10), started + Hours(1)) + JobSpec{}.grace);
     // Once the cool-down has lapsed, the reason is what it was before.
     const std::vector<RecentStop> lapsed{RecentStop{now - Hours(2), w.Leaf("a"), w.Leaf("b")}};
     snap.recent_stops = lapsed;
