@@ -62,6 +62,10 @@ void TwoBudgetsTakeTurns(Seconds cooldown, bool restart) {
   }
   EXPECT_EQ(l.StateOf(b), "running");
   EXPECT_NE(l.Field(a, "reason").find(kCooldownWords), std::string::npos) << l.Field(a, "reason");
+  // It may stop b's job once the cool-down of the stop at 610 s lapses; b's job leaves 5 s later.
+  auto view = l.state().JobJson(kAdmin, a);
+  ASSERT_TRUE(view);
+  EXPECT_EQ((*view)["estimated_start_at"], 1000000 + 610 + 3600 + 5);
   // The cool-down ends an hour after the stop; the next cycle (the loop's max gap) takes them.
   l.At(4200);
   l.Tick();
