@@ -127,8 +127,9 @@ struct PolicyConfig {
   // long (Snapshot::recent_stops, and the cycle's own stops). Each stop passes the no-ping-pong
   // rule when it is made, but the keys move after it, and on philly-dev 3.6% of fair-share
   // stops were answered by a stop the other way within the hour (docs/open-work.md, "Stops taken
-  // back within an hour"). With an hour, 83-94% fewer were, at the same entitlement delivered
-  // (lab-month seeds 1-12, philly-dev). 0 (off) here; DeployedConfig() sets an hour.
+  // back within an hour"). With an hour, 83-94% fewer were, for about a quarter of a point of
+  // entitlement delivered (lab-month seeds 1-24; philly-dev -0.5/+0.1/0 points at 2/2.5/3x).
+  // 0 (off) here; DeployedConfig() sets an hour.
   Seconds take_back_cooldown{0};
 };
 
