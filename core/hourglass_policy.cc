@@ -299,8 +299,32 @@ class Cycle {
   // the cycle's own included: the victim's leaf may not stop the preemptor's work for fair share
   // until the cool-down of the pair's latest stop lapses (the value).
   std::map<std::pair<int32_t, int32_t>, Seconds> taken_;
-  bool TakesBack(BudgetId preemptor, BudgetId victim) const {
-    return !taken_.empty() && taken_.count({preemptor.value(), victim.value()}) > 0;
+  // taken_'s row for one preemptor, by victim leaf: asked once per running job a plan visits, a
+  // map lookup there cost 3.6% of lab-month's instructions. Built when another preemptor asks;
+  // TakenChanged() drops it.
+  BudgetId taken_row_for_{-1};
+  std::vector<char> taken_row_;
+  bool TakesBack(BudgetId preemptor, BudgetId victim) {
+    if (taken_.empty()) return false;
+    if (preemptor != taken_row_for_) {
+      SetTakenRow(0);
+      taken_row_for_ = preemptor;
+      SetTakenRow(1);
+    }
+    return taken_row_[Ix(victim)] != 0;
+  }
+  // Sets taken_row_ to `v` where taken_row_for_'s entries are.
+  void SetTakenRow(char v) {
+    if (taken_row_for_.value() < 0) return;
+    if (taken_row_.empty()) taken_row_.assign(s_.tree->size(), 0);
+    const int32_t p = taken_row_for_.value();
+    for (auto it = taken_.lower_bound({p, std::numeric_limits<int32_t>::min()});
+         it != taken_.end() && it->first.first == p; ++it)
+      taken_row_[static_cast<size_t>(it->first.second)] = v;
+  }
+  void TakenChanged() {
+    SetTakenRow(0);
+    taken_row_for_ = BudgetId(-1);
   }
   // Nodes a reservation of this cycle counts on; sized at the cycle's first reservation, as most
   // cycles make none.
@@ -591,9 +615,11 @@ bool Cycle::TryPreempt(const PendingJob& p, const Shape& shape) {
     }
     out_.stops.push_back(
         StopDecision{r.spec->id, Reason{code, j.id, j.budget, 0, 0}, j.id, false, hold});
-    if (cfg_.take_back_cooldown > Seconds(0) && r.spec->funded() && r.spec->budget != j.budget)
+    if (cfg_.take_back_cooldown > Seconds(0) && r.spec->funded() && r.spec->budget != j.budget) {
+      TakenChanged();
       taken_.insert_or_assign({r.spec->budget.value(), j.budget.value()},
                               s_.now + cfg_.take_back_cooldown);
+    }
     stopping_[v] = true;
     latest = std::max(latest, s_.now + r.spec->grace);
   }
