@@ -88,11 +88,6 @@ class Cycle {
   bool MayStop(const JobSpec& j, bool holder, size_t i, double fair_gpus,
                std::optional<FairShare::Preemptor>& fair, bool protection_over = false,
                bool cooldown_over = false);
-  // For the reason of a job below its share that planned and found nothing to stop: would a plan
-  // have found victims had its own GPUs not counted on its budget's side (then the no-ping-pong
-  // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
-  // (kWaitsForProtection), or had those and the take-back cool-down ended (kTakeBackCooldown)?
-  // Else the work it may stop is too little (kTooLittleToStop).
   // What keeps a job below its share waiting, and for protected work or the cool-down an
   // estimate of its start.
   struct Standing {
@@ -101,6 +96,11 @@ class Cycle {
     // EstimatedStartPastCooldown.
     Seconds eta = kNever;
   };
+  // For the reason of a job below its share that planned and found nothing to stop: would a plan
+  // have found victims had its own GPUs not counted on its budget's side (then the no-ping-pong
+  // rule keeps it waiting: kWouldPassVictims), or had every protection ended besides
+  // (kWaitsForProtection), or had those and the take-back cool-down ended (kTakeBackCooldown)?
+  // Else the work it may stop is too little (kTooLittleToStop).
   Standing WhyBelowShareWaits(const JobSpec& j, const Shape& shape);
   // When the victims of `plan` (made as if no protection or cool-down held) may be stopped, once
   // their protections and the cool-downs that hold them have ended, and are killed a grace period

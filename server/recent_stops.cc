@@ -1,7 +1,6 @@
 #include "server/recent_stops.h"
 
 #include <algorithm>
-#include <cassert>
 
 namespace hg::server {
 
@@ -12,7 +11,9 @@ std::optional<BudgetId> RecentStops::Leaf(const BudgetTree& tree, const std::str
 }
 
 void RecentStops::Add(const store::RecentStopRecord& r, const BudgetTree& tree) {
-  assert(ids_.empty() || ids_.back().at.value() <= r.at);
+  // In the order they come, which is time order unless the wall clock stepped back: a stop out of
+  // order then only lapses with its neighbours (DropBefore, and the policy's read from the newest
+  // back), which is harmless, so it is not refused.
   const auto victim = Leaf(tree, r.budget), preemptor = Leaf(tree, r.for_budget);
   if (!victim || !preemptor) return;
   names_.push_back(r);

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/budget_tree.h"
@@ -17,7 +19,7 @@ namespace hg::server {
 
 class RecentStops {
  public:
-  // Adds a stop, the latest so far; one whose budgets `tree` does not know is not kept.
+  // Adds a stop, normally the latest so far; one whose budgets `tree` does not know is not kept.
   void Add(const store::RecentStopRecord& r, const BudgetTree& tree);
   // Resolves every stop's budgets again in `tree`; stops of a budget no longer in it are dropped
   // (only a budget with no unfinished job can be deleted, so none of its work can be stopped).
