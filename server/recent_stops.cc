@@ -38,4 +38,16 @@ bool RecentStops::DropBefore(int64_t t) {
   return true;
 }
 
+std::map<std::string, std::map<std::string, int64_t>> RecentStops::CooledDown(
+    int64_t now, int64_t cooldown) const {
+  std::map<std::string, std::map<std::string, int64_t>> out;
+  if (cooldown <= 0) return out;
+  for (const store::RecentStopRecord& r : names_) {
+    if (r.budget == r.for_budget || r.at + cooldown <= now) continue;
+    int64_t& until = out[r.budget][r.for_budget];
+    until = std::max(until, r.at + cooldown);
+  }
+  return out;
+}
+
 }  // namespace hg::server

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,6 +27,11 @@ class RecentStops {
   void Remap(const BudgetTree& tree);
   // Drops the stops before `t`; true when any was dropped.
   bool DropBefore(int64_t t);
+  // For each budget (by name) whose work was stopped for another's, the budgets whose work it
+  // may not stop for fair share, each with when that cool-down lapses: the latest stop's time
+  // plus `cooldown`, for those that lapse after `now`.
+  std::map<std::string, std::map<std::string, int64_t>> CooledDown(int64_t now,
+                                                                   int64_t cooldown) const;
   // Oldest first, as Snapshot::recent_stops wants them.
   std::span<const RecentStop> ids() const { return ids_; }
   size_t size() const { return ids_.size(); }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,21 @@ TEST(RecentStops, DropBeforeKeepsTheLaterOnes) {
   EXPECT_EQ(Seen(s, ab), std::vector<std::string>({"200 b>a", "200 a>b"}));
   EXPECT_TRUE(s.DropBefore(201));
   EXPECT_EQ(s.size(), 0u);
+}
+
+// What each budget may not take back, and until when: the latest stop's cool-down, per pair.
+TEST(RecentStops, CooledDownListsThePairsWhoseCoolDownHasNotLapsed) {
+  const BudgetTree abc = Tree({Top("a"), Top("b"), Top("c")});
+  RecentStops s;
+  s.Add({100, "a", "b"}, abc);
+  s.Add({200, "a", "b"}, abc);
+  s.Add({250, "c", "a"}, abc);
+  s.Add({300, "b", "c"}, abc);
+  using Map = std::map<std::string, std::map<std::string, int64_t>>;
+  EXPECT_EQ(s.CooledDown(1000, 1000),
+            (Map{{"a", {{"b", 1200}}}, {"c", {{"a", 1250}}}, {"b", {{"c", 1300}}}}));
+  EXPECT_EQ(s.CooledDown(1250, 1000), (Map{{"b", {{"c", 1300}}}}));
+  EXPECT_TRUE(s.CooledDown(1000, 0).empty());  // the cool-down off
 }
 
 }  // namespace

@@ -159,6 +159,7 @@ nlohmann::json State::BudgetsJson() {
   }
   std::map<std::string, const store::BudgetRecord*> recs;
   for (const auto& r : s.budgets) recs[r.name] = &r;
+  const auto cooled = s.recent_stops.CooledDown(s.NowS(), s.opt.config.take_back_cooldown.value());
   nlohmann::json out = nlohmann::json::array();
   for (BudgetId b : s.tree.Visible()) {
     if (b == kRootBudget) continue;
@@ -181,6 +182,10 @@ nlohmann::json State::BudgetsJson() {
                    {"delivered_7d_gpu_hours", delivered},
                    {"running_gpus", static_cast<int64_t>(running[i])},
                    {"pending_jobs", static_cast<int64_t>(pending[i])}});
+    nlohmann::json until = nlohmann::json::array();
+    if (const auto c = cooled.find(name); c != cooled.end())
+      for (const auto& [from, at] : c->second) until.push_back({{"budget", from}, {"until", at}});
+    out.back()["take_back_cooldowns"] = until;
   }
   return nlohmann::json{{"budgets", out}};
 }

@@ -66,6 +66,12 @@ void TwoBudgetsTakeTurns(Seconds cooldown, bool restart) {
   auto view = l.state().JobJson(kAdmin, a);
   ASSERT_TRUE(view);
   EXPECT_EQ((*view)["estimated_start_at"], 1000000 + 610 + 3600 + 5);
+  // The budgets' view shows the cool-down on a, none on b.
+  for (const json& bv : l.state().BudgetsJson()["budgets"]) {
+    const json want =
+        bv["name"] == "a" ? json::array({{{"budget", "b"}, {"until", 1004210}}}) : json::array();
+    EXPECT_EQ(bv["take_back_cooldowns"], want) << bv["name"];
+  }
   // The cool-down ends an hour after the stop; the next cycle (the loop's max gap) takes them.
   l.At(4200);
   l.Tick();
