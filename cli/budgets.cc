@@ -96,6 +96,23 @@ CliResult<Json> EditList(const Json& current, const char* key, const std::string
   return Json(names);
 }
 
+// A line per take-back cool-down (the server's `take_back_cooldowns`): a lead whose budget
+// waits although it is below its share learns which budget it may not stop, and until when.
+std::string CooldownLines(const Json& budgets) {
+  std::string out;
+  for (const Json& b : budgets) {
+    if (!b.is_object() || !b.contains("take_back_cooldowns") ||
+        !b["take_back_cooldowns"].is_array())
+      continue;
+    for (const Json& c : b["take_back_cooldowns"]) {
+      if (!c.is_object() || !c.contains("until") || !c["until"].is_number_integer()) continue;
+      out += fmt::format("{} may not take GPUs back from {} until {} (take-back cool-down)\n",
+                         Text(b, "name"), Text(c, "budget"), FormatTime(c["until"].get<int64_t>()));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Request BuildBudgets() { return Request{"GET", "/v1/budgets", std::nullopt}; }
@@ -116,7 +133,8 @@ std::string RenderBudgets(const Json& reply) {
            Hours(b, "usage_7d_gpu_hours"), Hours(b, "owed_7d_gpu_hours"),
            Hours(b, "delivered_7d_gpu_hours"), DeliveredPercent(b), Joined(b, "leads")});
   }
-  return t.Render() + "(GPU-hours over the last 7 days; ENTITLED in GPUs now)\n";
+  return t.Render() + "(GPU-hours over the last 7 days; ENTITLED in GPUs now)\n" +
+         CooldownLines(reply["budgets"]);
 }
 
 CliResult<Request> BuildBudgetSet(const BudgetSetArgs& a, const Json& current) {

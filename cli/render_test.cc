@@ -253,6 +253,22 @@ TEST(BudgetsTest, RendersTheTreeIndented) {
             "(GPU-hours over the last 7 days; ENTITLED in GPUs now)\n");
 }
 
+// Budgets under a take-back cool-down get a line each under the table; none without.
+TEST(BudgetsTest, TakeBackCooldownsAreListedUnderTheTable) {
+  const Json reply = Json::parse(R"({"budgets": [
+    {"path": "a", "name": "a", "parent": null, "share": 1,
+     "take_back_cooldowns": [{"budget": "b", "until": 1796601600},
+                             {"budget": "c", "until": 1796605200}]},
+    {"path": "b", "name": "b", "parent": null, "share": 1, "take_back_cooldowns": []},
+    {"path": "c", "name": "c", "parent": null, "share": 1}]})");
+  const std::string out = RenderBudgets(reply);
+  const std::string tail = "(GPU-hours over the last 7 days; ENTITLED in GPUs now)\n";
+  ASSERT_NE(out.find(tail), std::string::npos) << out;
+  EXPECT_EQ(out.substr(out.find(tail) + tail.size()),
+            "a may not take GPUs back from b until 2026-12-07 00:00:00Z (take-back cool-down)\n"
+            "a may not take GPUs back from c until 2026-12-07 01:00:00Z (take-back cool-down)\n");
+}
+
 TEST(BudgetsTest, DepthFromParentsWhenThereIsNoPath) {
   const Json reply = Json::parse(R"({"budgets": [
     {"name": "ai", "parent": null, "share": 1}, {"name": "olmo", "parent": "ai", "share": 1},

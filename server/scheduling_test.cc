@@ -504,6 +504,10 @@ TEST(Scheduling, AJobWaitingForProtectedWorkIsToldItsEarliestStart) {
                                  {"command", {"x"}}});
   ASSERT_TRUE(c.BeatUntil(
       [&] { return c.Job(early)["state"] == "running" && c.Job(late)["state"] == "running"; }));
+  // The agents confirm both starts (the beat after the one that carried the start orders), so
+  // that b's jobs are planned against the runs' confirmed starts, as the server keeps them.
+  c.n1->Beat();
+  c.n2->Beat();
   const int64_t first =
       c.Submit({{"budget", "b"}, {"gpus", 4}, {"gpus_per_node", 4}, {"command", {"y"}}});
   const int64_t second =
