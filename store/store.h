@@ -156,8 +156,8 @@ class Store {
   // Stops between budgets (RecentStopRecord). The server keeps the last kMaxTakeBackCooldown's
   // worth and prunes older ones.
   virtual Result<void> AddRecentStop(const RecentStopRecord& r) = 0;
-  virtual Result<std::vector<RecentStopRecord>> RecentStopsSince(int64_t t) = 0;  // at >= t, in
-                                                                                  // order added
+  // Those with at >= t, by time, then in the order added.
+  virtual Result<std::vector<RecentStopRecord>> RecentStopsSince(int64_t t) = 0;
   virtual Result<void> PruneRecentStops(int64_t before) = 0;  // drops those with at < before
 
   // Nodes.
