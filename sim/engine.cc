@@ -736,10 +736,12 @@ void Engine::RunCycle() {
   snap.pending_unfunded = pending_unfunded_;
   snap.unfunded_above_tier0 = unfunded_above_tier0_;
   snap.running = running_;
-  // Stops older than any cool-down no longer matter: dropped once they are half the list.
-  const auto old_end =
-      std::find_if(recent_stops_.begin(), recent_stops_.end(),
-                   [&](const RecentStop& r) { return now_ - r.at < kMaxTakeBackCooldown; });
+  // Stops older than any cool-down no longer matter: dropped once they are half the list. The
+  // list is in time order, so the first recent one is found by bisection, not by reading the old
+  // ones every cycle.
+  const auto old_end = std::partition_point(
+      recent_stops_.begin(), recent_stops_.end(),
+      [&](const RecentStop& r) { return now_ - r.at >= kMaxTakeBackCooldown; });
   if (old_end - recent_stops_.begin() > static_cast<std::ptrdiff_t>(recent_stops_.size() / 2))
     recent_stops_.erase(recent_stops_.begin(), old_end);
   snap.recent_stops = recent_stops_;
