@@ -174,6 +174,7 @@ Result<void> State::Impl::Load() {
                       : code == "max_runtime" ? "max_runtime"
                                               : "preempt";
         j.stop_at = Seconds(now) + j.spec.grace;
+        j.stop_for = JobId(j.rec.stop_for);
       }
       bool placed = true;
       try {
@@ -207,6 +208,13 @@ Result<void> State::Impl::Load() {
       }
     }
   }
+  // A job whose victims are still stopping keeps the hold on the GPUs they free (as a cycle
+  // before the restart set it; see JobRt::freed_for).
+  for (auto& [id, j] : jobs)
+    if (j.stopping && j.rec.stop_holds)
+      if (auto it = jobs.find(j.rec.stop_for);
+          it != jobs.end() && it->second.rec.state == "pending")
+        it->second.freed_for = true;
   counts_dirty = true;
   last = now;
   return {};
@@ -476,7 +484,7 @@ Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t i
       j.rec = std::move(rec);
     } else if (j.rec.state == "running") {
       s.Account(now);
-      auto ok = s.Stop(j, "cancel", Reason{}, "cancelled by " + who.name, JobId(0), now);
+      auto ok = s.Stop(j, "cancel", Reason{}, "cancelled by " + who.name, JobId(0), false, now);
       if (!ok) return tl::unexpected(StoreFailure(ok.error()));
     } else if (j.rec.state == "stopping") {
       // Already on its way out; the cancellation decides how it ends.

@@ -227,9 +227,11 @@ Result<void> State::Impl::Start(const StartDecision& d, int64_t now) {
 }
 
 Result<void> State::Impl::Stop(JobRt& j, const std::string& kind, const Reason& why,
-                               const std::string& words, JobId for_job, int64_t now) {
+                               const std::string& words, JobId for_job, bool holds, int64_t now) {
   store::JobRecord rec = j.rec;
   rec.state = "stopping";
+  rec.stop_for = for_job.value();
+  rec.stop_holds = holds;
   rec.reason = words;
   rec.reason_code = kind == "cancel" ? "cancelled" : kind == "preempt" ? CodeName(why.code) : kind;
   const std::string event = kind == "cancel"    ? "cancelling"
@@ -310,6 +312,8 @@ Result<void> State::Impl::EndAttempt(JobRt& j, int64_t now) {
   }
   rec.exit_code = code;
   rec.exit_signal = sig;
+  rec.stop_for = 0;  // stopping no more
+  rec.stop_holds = false;
   if (requeue) {
     rec.queued_since = rec.submitted_at;  // a requeued job keeps its place, as in the simulator
     rec.reason = "requeued (" + rec.reason + "); attempt " + std::to_string(rec.attempts + 1) +
@@ -471,8 +475,8 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
     auto it = s.jobs.find(st.job.value());
     if (it == s.jobs.end() || it->second.rec.state != "running") continue;
     const std::string kind = st.reason.code == ReasonCode::kMaxRuntime ? "max_runtime" : "preempt";
-    if (auto ok =
-            s.Stop(it->second, kind, st.reason, Words(st.reason, s.tree, s.nodes), st.for_job, now);
+    if (auto ok = s.Stop(it->second, kind, st.reason, Words(st.reason, s.tree, s.nodes), st.for_job,
+                         st.hold_for, now);
         !ok)
       return ok;
   }
@@ -678,7 +682,7 @@ Reply<nlohmann::json> State::OnHeartbeat(const Heartbeat& hb) {
         // One part of a gang failed: the others are stopped; the job fails.
         j.stop_kind = "failed";
         if (auto ok = s.Stop(j, "failed", Reason{}, "a part of the gang failed on " + hb.node,
-                             JobId(0), now);
+                             JobId(0), false, now);
             !ok)
           return Refuse(503, "store", ok.error().ToString());
       }

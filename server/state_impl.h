@@ -56,8 +56,8 @@ struct JobRt {
   Seconds stop_at{0};
   JobId stop_for{0};
   // Pending, and a stop the policy asked to hold for this job (StopDecision::hold_for) freed
-  // GPUs for it: PendingJob::freed_for. Memory only: after a restart the job simply waits its
-  // turn in the fair-share order.
+  // GPUs for it: PendingJob::freed_for. A restart sets it again while such a victim is stopping
+  // (JobRecord::stop_holds); once the victims have gone, the hold lasts one cycle, in memory.
   bool freed_for = false;
   // Why it is stopping: "preempt", "max_runtime", "cancel", "lost", "failed" (a gang member
   // failed), "" (not stopping).
@@ -172,8 +172,9 @@ struct State::Impl {
   // node views read protection and drain times from it too.
   RunningJob AsRunning(const JobRt& j) const;
   Result<void> Start(const StartDecision& d, int64_t now);
+  // `holds`: the stop holds the GPUs it frees for `for_job` (StopDecision::hold_for).
   Result<void> Stop(JobRt& j, const std::string& kind, const Reason& why, const std::string& words,
-                    JobId for_job, int64_t now);
+                    JobId for_job, bool holds, int64_t now);
   Result<void> EndAttempt(JobRt& j, int64_t now);
   Result<void> SetNodeState(size_t n, NodeState to, int64_t now);
   Result<void> MarkLost(size_t n, int64_t now);

@@ -134,6 +134,13 @@ CREATE TABLE recent_stops (
 CREATE INDEX recent_stops_by_at ON recent_stops(at);
 )sql";
 
+// Version 4: what a stopping job's GPUs are freed for (JobRecord::stop_for, stop_holds), read
+// back on a restart. 0 for every older row: none, as a stop made before version 4 is treated.
+constexpr const char* kV4 = R"sql(
+ALTER TABLE jobs ADD COLUMN stop_for INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN stop_holds INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 Result<void> EnsureVersionTable(sql::Db& db) {
   // One row; created with version 0 so every later step is a plain UPDATE.
   return db.Exec(
@@ -154,7 +161,7 @@ Error TooNew(const sql::Db& db, int have, size_t known) {
 }  // namespace
 
 const std::vector<std::string>& SchemaSteps() {
-  static const std::vector<std::string> steps = {kV1, kV2, kV3};
+  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4};
   return steps;
 }
 

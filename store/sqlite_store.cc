@@ -210,7 +210,7 @@ constexpr const char* kJobColumns =
     "id, name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, max_runtime_s, "
     "resumable, grace_s, priority, command_json, env_json, cwd, state, reason, reason_code, "
     "submitted_at, queued_since, started_at, ended_at, attempts, exit_code, exit_signal, "
-    "placement_json, lease_s, active_at";
+    "placement_json, lease_s, active_at, stop_for, stop_holds";
 
 Result<JobRecord> ReadJob(const Statement& st) {
   JobRecord j;
@@ -246,6 +246,8 @@ Result<JobRecord> ReadJob(const Statement& st) {
   j.placement_json = st.Text(25);
   j.lease_s = st.Int64(26);
   j.active_at = st.OptInt64(27);
+  j.stop_for = st.Int64(28);
+  j.stop_holds = st.Int64(29) != 0;
   return j;
 }
 
@@ -259,9 +261,9 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
       "INSERT INTO jobs (name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
       "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
       "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
-      "exit_signal, placement_json, lease_s, active_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-      "?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, "
-      "?27)");
+      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds) VALUES (?1, ?2, ?3, "
+      "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
+      "?23, ?24, ?25, ?26, ?27, ?28, ?29)");
   HG_TRY(st);
   HG_TRY((*st)
              ->Bind(1, j.name)
@@ -291,6 +293,8 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
              .Bind(25, j.placement_json)
              .Bind(26, j.lease_s)
              .Bind(27, j.active_at)
+             .Bind(28, j.stop_for)
+             .Bind(29, j.stop_holds)
              .Run());
   return db.LastInsertRowid();
 }
@@ -300,7 +304,8 @@ Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
   auto st = db.Cached(
       "UPDATE jobs SET state = ?2, reason = ?3, reason_code = ?4, submitted_at = ?5, "
       "queued_since = ?6, started_at = ?7, ended_at = ?8, attempts = ?9, exit_code = ?10, "
-      "exit_signal = ?11, placement_json = ?12, active_at = ?13 WHERE id = ?1");
+      "exit_signal = ?11, placement_json = ?12, active_at = ?13, stop_for = ?14, stop_holds = ?15 "
+      "WHERE id = ?1");
   HG_TRY(st);
   HG_TRY((*st)
              ->Bind(1, j.id)
@@ -316,6 +321,8 @@ Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
              .Bind(11, j.exit_signal)
              .Bind(12, j.placement_json)
              .Bind(13, j.active_at)
+             .Bind(14, j.stop_for)
+             .Bind(15, j.stop_holds)
              .Run());
   if (db.Changes() == 0) return Fail("job", "no job with id " + std::to_string(j.id));
   return {};

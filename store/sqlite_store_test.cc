@@ -48,6 +48,8 @@ JobRecord FullJob() {
   j.exit_signal = 15;
   j.placement_json = R"([{"node":"n1","gpus":[0,1]}])";
   j.active_at = 1500;
+  j.stop_for = 77;
+  j.stop_holds = true;
   return j;
 }
 
@@ -80,6 +82,8 @@ void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.exit_signal, b.exit_signal);
   EXPECT_EQ(a.placement_json, b.placement_json);
   EXPECT_EQ(a.active_at, b.active_at);
+  EXPECT_EQ(a.stop_for, b.stop_for);
+  EXPECT_EQ(a.stop_holds, b.stop_holds);
 }
 
 TEST(SqliteStore, PrincipalsAndTokensRoundTrip) {
@@ -223,6 +227,8 @@ TEST(SqliteStore, JobsRoundTripAndUpdate) {
     upd.exit_signal = std::nullopt;
     upd.placement_json = "[]";
     upd.active_at = std::nullopt;  // a new run starts without activity
+    upd.stop_for = 0;              // no longer stopping for anyone
+    upd.stop_holds = false;
     ASSERT_TRUE(s->UpdateJob(upd));
     upd.name = full.name;
     upd.lease_s = full.lease_s;
@@ -691,6 +697,8 @@ TEST(Migrations, JobsFromVersionOneHaveNoLease) {
   EXPECT_EQ((*jobs)[0].min_runtime_s, 60);
   EXPECT_EQ((*jobs)[0].lease_s, 0);
   EXPECT_FALSE((*jobs)[0].active_at.has_value());
+  EXPECT_EQ((*jobs)[0].stop_for, 0);  // version 4: stopping for nobody
+  EXPECT_FALSE((*jobs)[0].stop_holds);
   ASSERT_TRUE(s->SetActivity((*jobs)[0].id, 12));
   auto got = s->Job((*jobs)[0].id);
   ASSERT_TRUE(got && got->has_value());

@@ -80,6 +80,12 @@ struct JobRecord {
   // run starts without one (the server clears it with the start), so what is stored always
   // belongs to the run that is on: a lease counts from the start until the user reports.
   std::optional<int64_t> active_at;
+  // While stopping for a preemption: the job the GPUs are freed for (0: none), and whether the
+  // stop holds them for it (StopDecision::hold_for). Kept so that a restart during the victim's
+  // grace neither lets the preemptor stop more work for the same GPUs nor lets another job take
+  // them once the victim has gone.
+  int64_t stop_for = 0;
+  bool stop_holds = false;
 };
 
 struct JobEventRecord {
