@@ -263,6 +263,8 @@ int Up(const UpArgs& a) {
       " GPUs), data in " + a.data);
   Say("admin token (shown once, also in " + a.data + "/server/admin.token):");
   Say("  export HOURGLASS_URL=" + url + " HOURGLASS_TOKEN=" + admin);
+  Say("dashboard: " + url + "/ (it asks for the token; " + url +
+      "/#token=... opens it with one, kept in the browser tab)");
   if (a.demo) {
     const int rc = Demo(api, a.gpus, a.data);
     agent.reset();

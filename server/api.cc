@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "server/auth.h"
+#include "server/dashboard.h"
 #include "server/requests.h"
 
 namespace hg::server {
@@ -217,6 +218,7 @@ void InstallRoutes(httplib::Server& svr, State& state) {
                       "application/json");
   });
   State* st = &state;
+  InstallDashboard(svr);
 
   svr.Get("/healthz", Wrap(state, Access::kPublic, [](Ctx&) -> Reply<Out> {
             return Json({{"ok", true}, {"version", "0.1.0"}});

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# ctest: the web dashboard (server/ui/) in headless Chromium against a real `hourglass up` (server,
+# agent and SQLite). The script submits work with the CLI, then loads the page with --dump-dom and
+# reads back what the browser drew from the API: the waiting job with its reason, the running
+# job with its node and protection, the budget tree, the nodes (one drained by the operator), and
+# that a user sees only their own jobs. A refused token and a missing one must say so and show
+# nothing of the cluster.
+# Exit 77 (ctest SKIP) only when no chromium is installed.
+# Usage: dashboard_browser_test.sh path/to/hourglass
+set -u
+BIN="$1"
+CHROMIUM="$(command -v chromium || command -v chromium-browser || true)"
+if [ -z "$CHROMIUM" ]; then
+  echo "SKIP: chromium is not installed (Debian package 'chromium'; scripts/setup.sh)"
+  exit 77
+fi
+T="$(mktemp -d)"
+UP_PID=""
+cleanup() {
+  [ -n "$UP_PID" ] && kill "$UP_PID" 2> /dev/null && wait "$UP_PID" 2> /dev/null
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# A server and one agent with 4 virtual GPUs, on a free port.
+"$BIN" up --data "$T/data" --gpus 4 > "$T/up.log" 2>&1 &
+UP_PID=$!
+for _ in $(seq 1 100); do
+  grep -q "^  export HOURGLASS_URL=" "$T/up.log" 2> /dev/null && break
+  sleep 0.1
+done
+URL="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$T/up.log" | head -1)"
+ADMIN="$(cat "$T/data/server/admin.token" 2> /dev/null)"
+if [ -z "$URL" ] || [ -z "$ADMIN" ]; then
+  cat "$T/up.log"
+  echo "FAIL: hourglass up did not come up"
+  exit 1
+fi
+export HOURGLASS_URL="$URL"
+hg() { HOURGLASS_TOKEN="${TOKEN:-$ADMIN}" "$BIN" "$@"; }
+
+# Budgets lab > alice; user bob, a member of alice. An unfunded sweep and a funded job of bob's
+# ask for all 4 GPUs each: the funded one runs (protected for an hour), the sweep waits.
+hg budget add lab > /dev/null || fail "budget add lab"
+hg principal add bob --role user > "$T/bob.txt" || fail "principal add bob"
+BOB="$(grep -o 'hg_[0-9a-f]*' "$T/bob.txt" | head -1)"
+hg budget add alice --parent lab --share 2 --member bob > /dev/null || fail "budget add alice"
+hg submit --name sweep-7 --gpus 4 -- sleep 600 > /dev/null || fail "submit sweep"
+TOKEN="$BOB" hg submit --name train-42 --budget alice --gpus 4 --min-runtime 1h -- sleep 600 \
+  > /dev/null || fail "submit train"
+for _ in $(seq 1 100); do
+  hg jobs 2> /dev/null | grep -q "train-42 .*running" && break
+  sleep 0.1
+done
+hg jobs | grep -q "train-42 .*running" || fail "the funded job did not start: $(hg jobs)"
+
+# Loads the dashboard and prints its DOM once the page's script has read the API.
+dump() {
+  timeout 60 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+    --disable-background-networking --disable-component-update --disable-sync \
+    --user-data-dir="$(mktemp -d -p "$T")" --virtual-time-budget=4000 --dump-dom "$1" 2> /dev/null
+}
+# The text of the element with id $2 in the DOM file $1, tags replaced by " | ".
+text_of() {
+  python3 - "$1" "$2" << 'EOF'
+import html, re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<(\w+)[^>]*\bid="%s"[^>]*>(.*?)</\1>' % re.escape(sys.argv[2]), dom, re.S)
+if m:
+    t = re.sub(r"<[^>]+>", " | ", m.group(2))
+    print(html.unescape(re.sub(r"(\s*\|\s*)+", " | ", t)).strip(" |"))
+EOF
+}
+expect_in() {  # file id text
+  text_of "$1" "$2" | grep -qF -- "$3" || fail "$(basename "$1") #$2 lacks '$3': $(text_of "$1" "$2")"
+}
+expect_not_in() {
+  if text_of "$1" "$2" | grep -qF -- "$3"; then fail "$(basename "$1") #$2 shows '$3'"; fi
+}
+
+# The admin sees everything.
+dump "$URL/#token=$ADMIN" > "$T/admin.html"
+grep -q '<body data-state="ready"' "$T/admin.html" || fail "admin: the page did not finish: $(head -c 600 "$T/admin.html")"
+expect_in "$T/admin.html" who "admin (admin)"
+expect_in "$T/admin.html" pending "sweep-7 | admin | unfunded | batch | 4"
+expect_in "$T/admin.html" pending "unfunded: runs only on idle GPUs"
+expect_in "$T/admin.html" running "train-42 | bob | alice | batch | 4 | running | local"
+expect_in "$T/admin.html" running " | until in "  # min_runtime 1 h
+expect_in "$T/admin.html" budgets "lab | 1 | - | 4.0 | 4 | 0"  # entitled to all 4 GPUs
+expect_in "$T/admin.html" budgets "alice | 2 | - | 4.0 | 4 | 0"
+expect_in "$T/admin.html" nodes "local | ready | 4 / 4 | 2 | "  # then its last heartbeat's age
+expect_in "$T/admin.html" summary "4 / 4 | GPUs in use | 0 | unfunded GPUs | 1 | jobs running | 1 | jobs waiting | 0 | nodes out"
+grep -q 'id="login" hidden' "$T/admin.html" || fail "admin: the token form is shown"
+
+# Drained by the operator, the node says why and what it waits for: bob's job, protected for an
+# hour, keeps it draining. Nothing is entitled to GPUs that are leaving.
+hg drain local --reason "disk check" > /dev/null || fail "drain"
+dump "$URL/#token=$ADMIN" > "$T/drain.html"
+expect_in "$T/drain.html" nodes "local | draining | 4 / 4 | 2 | "
+expect_in "$T/drain.html" nodes " | operator; disk check; empty by "
+expect_in "$T/drain.html" nodes "; waits for job 2"
+expect_in "$T/drain.html" budgets "alice | 2 | - | 0.0 | 4 | 0"
+
+# bob sees his own job, not the admin's sweep; the budgets and nodes are everyone's.
+dump "$URL/#token=$BOB" > "$T/bob.html"
+grep -q '<body data-state="ready"' "$T/bob.html" || fail "bob: the page did not finish"
+expect_in "$T/bob.html" who "bob (user)"
+expect_in "$T/bob.html" running "train-42"
+expect_in "$T/bob.html" pending "no job waits"
+expect_not_in "$T/bob.html" pending "sweep-7"
+expect_in "$T/bob.html" budgets "alice"
+
+# A refused token: the reason, the form, no data.
+dump "$URL/#token=hg_0000000000000000000000000000000000000000000000000000000000000000" > "$T/bad.html"
+grep -q '<body data-state="error"' "$T/bad.html" || fail "bad token: not an error state"
+expect_in "$T/bad.html" error "The token was refused (401, authorization: unknown token)"
+grep -q 'id="login" hidden' "$T/bad.html" && fail "bad token: no form to enter another"
+grep -q 'id="views" hidden' "$T/bad.html" || fail "bad token: the views are shown"
+grep -q 'train-42' "$T/bad.html" && fail "bad token: a job is on the page"
+
+# No token at all: asked for one, nothing requested.
+dump "$URL/" > "$T/none.html"
+expect_in "$T/none.html" error "Enter an API token"
+grep -q 'id="login" hidden' "$T/none.html" && fail "no token: no form"
+
+if [ "$fails" -ne 0 ]; then
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "dashboard: every check passed"

@@ -1,0 +1,329 @@
+// Hourglass dashboard: a read-only view of the queue, the running jobs, the budgets and the nodes,
+// drawn from the server's /v1 API with the reader's own token, so each reader sees what the API
+// lets them see (a user their own jobs, an admin everyone's). Every value from the server is set
+// with textContent, never as HTML: job names and reasons come from users.
+'use strict';
+
+const REFRESH_MS = 5000;
+const TOKEN_KEY = 'hourglass-token';
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+// A token given in the address (#token=...) is kept in this tab and taken out of the address, so
+// that it is neither bookmarked nor left in the history.
+function readToken() {
+  const m = /(?:^#|&)token=([^&]+)/.exec(window.location.hash);
+  if (m) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    history.replaceState(null, '', window.location.pathname + window.location.search);
+  }
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+async function api(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY) || '';
+  let r;
+  try {
+    r = await fetch(path, {headers: {Authorization: 'Bearer ' + token}, cache: 'no-store'});
+  } catch (e) {
+    throw new ApiError(0, 'the server did not answer (' + e.message + ')');
+  }
+  let body = null;
+  try {
+    body = await r.json();
+  } catch (e) {
+    body = null;
+  }
+  if (!r.ok) {
+    const err = body && body.error;
+    const why = err ? err.field + ': ' + err.reason : r.statusText;
+    throw new ApiError(r.status, why);
+  }
+  return body;
+}
+
+// --- formatting -------------------------------------------------------------------------------
+
+function el(tag, text, cls) {
+  const e = document.createElement(tag);
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  if (cls) e.className = cls;
+  return e;
+}
+
+function span(seconds) {
+  const s = Math.abs(seconds);
+  if (s < 90) return Math.round(s) + ' s';
+  if (s < 90 * 60) return Math.round(s / 60) + ' min';
+  if (s < 36 * 3600) return (s / 3600).toFixed(1) + ' h';
+  return (s / 86400).toFixed(1) + ' d';
+}
+
+// A server time (seconds since the epoch) said relative to now, with the exact time as a tooltip.
+function when(cell, at) {
+  if (at === null || at === undefined) {
+    cell.textContent = '-';
+    return;
+  }
+  const d = at - Date.now() / 1000;
+  cell.textContent = Math.abs(d) < 1 ? 'now' : d > 0 ? 'in ' + span(d) : span(d) + ' ago';
+  cell.title = new Date(at * 1000).toISOString();
+}
+
+// GPU-hours: tenths once there are tens of them; hundredths on a small or young cluster, where a
+// budget's first minutes would otherwise read 0.0.
+function hours(v) {
+  if (v === null || v === undefined) return '-';
+  return Number(v).toFixed(Math.abs(v) >= 10 ? 1 : 2);
+}
+
+// Fills a table: a header row from `cols`, then one row per item; each column is
+// {label, num?, cell(td, item)}.
+function fill(table, cols, items, empty) {
+  table.replaceChildren();
+  const head = el('tr');
+  for (const c of cols) head.appendChild(el('th', c.label, c.num ? 'num' : ''));
+  table.appendChild(head);
+  if (items.length === 0) {
+    const tr = el('tr');
+    const td = el('td', empty, 'empty');
+    td.colSpan = cols.length;
+    tr.appendChild(td);
+    table.appendChild(tr);
+    return;
+  }
+  for (const it of items) {
+    const tr = el('tr');
+    for (const c of cols) {
+      const td = el('td', null, c.num ? 'num' : c.cls || '');
+      c.cell(td, it);
+      tr.appendChild(td);
+    }
+    table.appendChild(tr);
+  }
+}
+
+const text = (f) => (td, x) => {
+  td.textContent = f(x);
+};
+
+// --- views ------------------------------------------------------------------------------------
+
+const JOB_COLS = [
+  {label: 'id', num: true, cell: text((j) => j.id)},
+  {label: 'name', cell: text((j) => j.name)},
+  {label: 'user', cell: text((j) => j.user)},
+  {label: 'budget', cell: text((j) => j.budget || 'unfunded')},
+  {label: 'class', cell: text((j) => j.class)},
+  {label: 'GPUs', num: true, cell: text((j) => j.gpus)},
+];
+
+function renderPending(jobs) {
+  const waiting = jobs.filter((j) => j.state === 'pending');
+  waiting.sort((a, b) => a.queued_since - b.queued_since || a.id - b.id);
+  fill(document.getElementById('pending'), JOB_COLS.concat([
+    {label: 'waiting', cell: (td, j) => when(td, j.queued_since)},
+    {label: 'estimated start', cell: (td, j) => when(td, j.estimated_start_at)},
+    {label: 'why it waits', cls: 'reason', cell: text((j) => j.reason || 'submitted')},
+  ]), waiting, 'no job waits');
+}
+
+// Unfunded work is never protected; funded work until its protected_until (its min_runtime, or
+// a session's lease), after which it may be stopped for a budget further below its share.
+function protection(td, j) {
+  if (!j.budget) {
+    td.textContent = 'no (unfunded)';
+  } else if (j.protected_until === null || j.protected_until <= j.started_at) {
+    td.textContent = 'no (min_runtime 0)';
+  } else if (j.protected_until <= Date.now() / 1000) {
+    when(td, j.protected_until);
+    td.textContent = 'no longer: ended ' + td.textContent;
+  } else {
+    when(td, j.protected_until);
+    td.textContent = 'until ' + td.textContent;
+  }
+  if (j.protected_until) td.title = new Date(j.protected_until * 1000).toISOString();
+}
+
+function renderRunning(jobs) {
+  const running = jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
+  running.sort((a, b) => a.id - b.id);
+  fill(document.getElementById('running'), JOB_COLS.concat([
+    {
+      label: 'state',
+      cell: (td, j) => {
+        td.textContent = j.state;
+        td.className = 'state-' + j.state;
+      },
+    },
+    {label: 'nodes', cell: text((j) => (j.placement || []).map((p) => p.node).join(', '))},
+    {label: 'started', cell: (td, j) => when(td, j.started_at)},
+    {label: 'protected', cell: protection},
+    {label: 'reason', cls: 'reason', cell: text((j) => j.reason)},
+  ]), running, 'no job runs');
+}
+
+function renderBudgets(budgets) {
+  fill(document.getElementById('budgets'), [
+    {
+      label: 'budget',
+      cell: (td, b) => {
+        td.textContent = b.name;
+        td.title = b.path;
+        td.style.paddingLeft = 8 + 16 * (b.path.split('/').length - 1) + 'px';
+      },
+    },
+    {label: 'share', num: true, cell: text((b) => b.share)},
+    {label: 'limit', num: true, cell: text((b) => (b.limit === null ? '-' : b.limit))},
+    {label: 'entitled GPUs', num: true, cell: text((b) => Number(b.entitled_gpus).toFixed(1))},
+    {label: 'running GPUs', num: true, cell: text((b) => b.running_gpus)},
+    {label: 'waiting jobs', num: true, cell: text((b) => b.pending_jobs)},
+    {label: 'owed GPU-h', num: true, cell: text((b) => hours(b.owed_7d_gpu_hours))},
+    {label: 'delivered GPU-h', num: true, cell: text((b) => hours(b.delivered_7d_gpu_hours))},
+    {
+      label: 'delivered / owed',
+      cell: (td, b) => {
+        if (!(b.owed_7d_gpu_hours > 0)) {
+          td.textContent = '-';
+          return;
+        }
+        const r = b.delivered_7d_gpu_hours / b.owed_7d_gpu_hours;
+        const meter = el('span', null, 'meter');
+        const fillBar = el('i');
+        fillBar.style.width = Math.min(100, r * 100).toFixed(0) + '%';
+        meter.appendChild(fillBar);
+        td.appendChild(meter);
+        td.appendChild(el('span', (r * 100).toFixed(0) + '%', r < 0.98 ? 'under' : 'over'));
+      },
+    },
+    {
+      label: 'take-back cool-downs',
+      cell: (td, b) => {
+        const c = b.take_back_cooldowns || [];
+        td.textContent = c.length === 0 ? '' : c.map((x) => 'from ' + x.budget).join(', ');
+        if (c.length > 0) td.title = c.map((x) => x.budget + ' until ' +
+                                                  new Date(x.until * 1000).toISOString()).join('\n');
+      },
+    },
+  ], budgets, 'no budget yet');
+}
+
+function renderNodes(nodes) {
+  fill(document.getElementById('nodes'), [
+    {label: 'node', cell: text((n) => n.name)},
+    {label: 'block', cell: text((n) => n.block)},
+    {
+      label: 'state',
+      cell: (td, n) => {
+        td.textContent = n.state;
+        td.className = 'state-' + n.state;
+      },
+    },
+    {label: 'GPUs used', num: true, cell: text((n) => n.used_gpus + ' / ' + n.gpus)},
+    {label: 'jobs', cell: text((n) => (n.jobs || []).join(', '))},
+    {label: 'last heartbeat', cell: (td, n) => when(td, n.last_heartbeat_at)},
+    {
+      label: 'drain',
+      cell: (td, n) => {
+        if (n.state !== 'draining' && n.state !== 'drained') return;
+        const parts = [n.drain_cause || '', n.drain_reason || ''].filter((s) => s);
+        if (n.drain_empty_by) {
+          parts.push('empty by ' + new Date(n.drain_empty_by * 1000).toISOString());
+        }
+        if (n.drain_waits_for) parts.push('waits for job ' + n.drain_waits_for);
+        td.textContent = parts.join('; ');
+      },
+    },
+  ], nodes, 'no node has registered');
+}
+
+function tile(label, value, note) {
+  const t = el('div', null, 'tile');
+  t.appendChild(el('b', value));
+  t.appendChild(el('span', label));
+  if (note) t.title = note;
+  return t;
+}
+
+function renderSummary(jobs, nodes) {
+  const up = nodes.filter((n) => n.state === 'ready' || n.state === 'draining');
+  const gpus = up.reduce((s, n) => s + n.gpus, 0);
+  const used = up.reduce((s, n) => s + n.used_gpus, 0);
+  const active = jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
+  const unfunded = active.filter((j) => !j.budget).reduce((s, j) => s + j.gpus, 0);
+  const waiting = jobs.filter((j) => j.state === 'pending');
+  const down = nodes.length - up.length;
+  document.getElementById('summary').replaceChildren(
+      tile('GPUs in use', used + ' / ' + gpus, 'on ready and draining nodes'),
+      tile('unfunded GPUs', unfunded, 'of the jobs listed here'),
+      tile('jobs running', active.length),
+      tile('jobs waiting', waiting.length),
+      tile('nodes out', down, 'drained or lost'));
+}
+
+// --- the loop ---------------------------------------------------------------------------------
+
+// A refused token hides the views and asks for another; any other failure keeps the last views
+// on screen under the message, and the loop tries again.
+function showError(message, askToken) {
+  const e = document.getElementById('error');
+  e.textContent = message;
+  e.hidden = false;
+  document.getElementById('login').hidden = !askToken;
+  if (askToken) document.getElementById('views').hidden = true;
+  document.body.dataset.state = 'error';
+}
+
+let timer = null;
+
+async function refresh() {
+  try {
+    const [who, jobs, budgets, nodes] = await Promise.all([
+      api('/v1/whoami'), api('/v1/jobs?limit=2000'), api('/v1/budgets'), api('/v1/nodes'),
+    ]);
+    document.getElementById('who').textContent = who.name + ' (' + who.role + ')';
+    renderSummary(jobs.jobs, nodes.nodes);
+    renderPending(jobs.jobs);
+    renderRunning(jobs.jobs);
+    renderBudgets(budgets.budgets);
+    renderNodes(nodes.nodes);
+    document.getElementById('updated').textContent =
+        'updated ' + new Date().toLocaleTimeString() + ', every ' + REFRESH_MS / 1000 + ' s';
+    document.getElementById('error').hidden = true;
+    document.getElementById('login').hidden = true;
+    document.getElementById('views').hidden = false;
+    document.body.dataset.state = 'ready';
+  } catch (e) {
+    if (e.status === 401 || e.status === 403) {
+      showError('The token was refused (' + e.status + ', ' + e.message + '). Enter another.', true);
+      return;  // no point asking again with the same token
+    }
+    showError('Could not read the cluster: ' + e.message + '. Trying again.', false);
+  }
+  timer = setTimeout(refresh, REFRESH_MS);
+}
+
+function start() {
+  clearTimeout(timer);
+  refresh();
+}
+
+document.getElementById('login').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const v = document.getElementById('token-input').value.trim();
+  if (!v) return;
+  sessionStorage.setItem(TOKEN_KEY, v);
+  document.getElementById('token-input').value = '';
+  start();
+});
+
+if (readToken()) {
+  start();
+} else {
+  showError('Enter an API token (hourglass up prints the admin\'s).', true);
+}
