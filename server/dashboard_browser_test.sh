@@ -94,6 +94,20 @@ expect_in "$T/admin.html" nodes "local | ready | 4 / 4 | 2 | "  # then its last 
 expect_in "$T/admin.html" summary "4 / 4 | GPUs in use | 0 | unfunded GPUs | 1 | jobs running | 1 | jobs waiting | 0 | nodes out"
 grep -q 'id="login" hidden' "$T/admin.html" || fail "admin: the token form is shown"
 
+# A job's history (#job=ID, as its id's link opens): its fields and every decision with its reason.
+dump "$URL/#token=$ADMIN&job=2" > "$T/job.html"
+grep -q '<body data-state="ready"' "$T/job.html" || fail "job view: the page did not finish"
+expect_in "$T/job.html" job-title "Job 2: train-42"
+expect_in "$T/job.html" job-fields "budget | alice"
+expect_in "$T/job.html" job-fields "min_runtime | 60 min"
+expect_in "$T/job.html" job-fields "resumable | no: a stop ends it"
+expect_in "$T/job.html" job-fields "placement | local [0,1,2,3]"
+expect_in "$T/job.html" job-fields "protected | until in "
+expect_in "$T/job.html" job-events "submitted"
+expect_in "$T/job.html" job-events "started | started on free GPUs"
+expect_in "$T/job.html" pending "sweep-7"  # the rest of the page as before
+grep -q 'id="job" hidden' "$T/admin.html" || fail "admin: a job view is open without #job"
+
 # Drained by the operator, the node says why and what it waits for: bob's job, protected for an
 # hour, keeps it draining. Nothing is entitled to GPUs that are leaving.
 hg drain local --reason "disk check" > /dev/null || fail "drain"
@@ -111,6 +125,12 @@ expect_in "$T/bob.html" running "train-42"
 expect_in "$T/bob.html" pending "no job waits"
 expect_not_in "$T/bob.html" pending "sweep-7"
 expect_in "$T/bob.html" budgets "alice"
+# Another user's job: refused in its panel, the rest of the page shown.
+dump "$URL/#token=$BOB&job=1" > "$T/bob-job.html"
+grep -q '<body data-state="ready"' "$T/bob-job.html" || fail "bob, job 1: the page did not finish"
+expect_in "$T/bob-job.html" job-fields "authorization: not your job"
+expect_not_in "$T/bob-job.html" job-events "sweep-7"
+expect_in "$T/bob-job.html" running "train-42"
 
 # A refused token: the reason, the form, no data.
 dump "$URL/#token=hg_0000000000000000000000000000000000000000000000000000000000000000" > "$T/bad.html"

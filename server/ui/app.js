@@ -14,15 +14,30 @@ class ApiError extends Error {
   }
 }
 
+// The address's fragment: #token=...&job=ID.
+function fragment() {
+  return new URLSearchParams(window.location.hash.replace(/^#/, ''));
+}
+
 // A token given in the address (#token=...) is kept in this tab and taken out of the address, so
-// that it is neither bookmarked nor left in the history.
+// that it is neither bookmarked nor left in the history; the rest of the fragment stays.
 function readToken() {
-  const m = /(?:^#|&)token=([^&]+)/.exec(window.location.hash);
-  if (m) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-    history.replaceState(null, '', window.location.pathname + window.location.search);
+  const f = fragment();
+  const given = f.get('token');
+  if (given) {
+    sessionStorage.setItem(TOKEN_KEY, given);
+    f.delete('token');
+    const rest = f.toString();
+    history.replaceState(null, '', window.location.pathname + window.location.search +
+                                       (rest ? '#' + rest : ''));
   }
   return sessionStorage.getItem(TOKEN_KEY);
+}
+
+// The job whose history is open (#job=ID), or null.
+function openJob() {
+  const id = fragment().get('job');
+  return id && /^[0-9]+$/.test(id) ? id : null;
 }
 
 async function api(path) {
@@ -115,7 +130,15 @@ const text = (f) => (td, x) => {
 // --- views ------------------------------------------------------------------------------------
 
 const JOB_COLS = [
-  {label: 'id', num: true, cell: text((j) => j.id)},
+  {
+    label: 'id',
+    num: true,
+    cell: (td, j) => {
+      const a = el('a', j.id);
+      a.href = '#job=' + j.id;
+      td.appendChild(a);
+    },
+  },
   {label: 'name', cell: text((j) => j.name)},
   {label: 'user', cell: text((j) => j.user)},
   {label: 'budget', cell: text((j) => j.budget || 'unfunded')},
@@ -242,6 +265,66 @@ function renderNodes(nodes) {
   ], nodes, 'no node has registered');
 }
 
+// One job: what it asked for, where it stands, and every decision about it with its reason (what
+// `hourglass show ID` prints). A job the reader may not see says so in place of its fields.
+function renderJob(id, job, events) {
+  document.getElementById('job').hidden = false;
+  const title = document.getElementById('job-title');
+  const fields = document.getElementById('job-fields');
+  const table = document.getElementById('job-events');
+  if (job instanceof Error) {
+    title.textContent = 'Job ' + id;
+    fill(fields, [{label: 'error', cell: text((e) => e.message)}], [job], '');
+    table.replaceChildren();
+    return;
+  }
+  title.textContent = 'Job ' + job.id + ': ' + job.name;
+  const rows = [
+    ['state', job.state + (job.reason ? ': ' + job.reason : '')],
+    ['user', job.user],
+    ['budget', job.budget || 'unfunded: runs only on idle GPUs, stopped first'],
+    ['shape', job.gpus + ' GPUs' + (job.gpus_per_node ? ', ' + job.gpus_per_node + ' per node' : '')],
+    ['class', job.class],
+    ['min_runtime', span(job.min_runtime_s)],
+    ['max_runtime', job.max_runtime_s === null ? '-' : span(job.max_runtime_s)],
+    ['resumable', job.resumable ? 'yes: requeued if stopped' : 'no: a stop ends it'],
+    ['grace', span(job.grace_s)],
+    ['attempts', job.attempts],
+    // A pending job's placement and start are its last run's (a requeued job has had one).
+    [job.state === 'pending' ? 'last placement' : 'placement',
+     (job.placement || []).map((p) => p.node + ' [' + p.gpus.join(',') + ']').join(', ') || '-'],
+  ];
+  fill(fields, [
+    {label: 'field', cell: text((r) => r[0])},
+    {label: 'value', cell: text((r) => r[1])},
+  ], rows, '');
+  const at = [['submitted', job.submitted_at],
+              [job.state === 'pending' ? 'last started' : 'started', job.started_at],
+              ['ended', job.ended_at], ['estimated start', job.estimated_start_at]];
+  for (const [label, t] of at) {
+    if (t === null || t === undefined) continue;
+    const tr = el('tr');
+    tr.appendChild(el('td', label));
+    const td = el('td');
+    when(td, t);
+    tr.appendChild(td);
+    fields.appendChild(tr);
+  }
+  if (job.state === 'running' || job.state === 'stopping') {
+    const tr = el('tr');
+    tr.appendChild(el('td', 'protected'));
+    const td = el('td');
+    protection(td, job);
+    tr.appendChild(td);
+    fields.appendChild(tr);
+  }
+  fill(table, [
+    {label: 'when', cell: (td, e) => when(td, e.at)},
+    {label: 'what', cell: text((e) => e.kind)},
+    {label: 'why', cls: 'reason', cell: text((e) => e.reason)},
+  ], events.events, 'no decision yet');
+}
+
 function tile(label, value, note) {
   const t = el('div', null, 'tile');
   t.appendChild(el('b', value));
@@ -283,9 +366,18 @@ let timer = null;
 
 async function refresh() {
   try {
-    const [who, jobs, budgets, nodes] = await Promise.all([
+    const id = openJob();
+    // A job the reader may not see is reported in its panel; the rest of the page still loads.
+    const one = (path) => api(path).catch((e) => (e.status === 401 ? Promise.reject(e) : e));
+    const [who, jobs, budgets, nodes, job, events] = await Promise.all([
       api('/v1/whoami'), api('/v1/jobs?limit=2000'), api('/v1/budgets'), api('/v1/nodes'),
+      id ? one('/v1/jobs/' + id) : null, id ? one('/v1/jobs/' + id + '/events') : null,
     ]);
+    if (id) {
+      renderJob(id, job, events instanceof Error ? {events: []} : events);
+    } else {
+      document.getElementById('job').hidden = true;
+    }
     document.getElementById('who').textContent = who.name + ' (' + who.role + ')';
     renderSummary(jobs.jobs, nodes.nodes);
     renderPending(jobs.jobs);
@@ -320,6 +412,10 @@ document.getElementById('login').addEventListener('submit', (ev) => {
   sessionStorage.setItem(TOKEN_KEY, v);
   document.getElementById('token-input').value = '';
   start();
+});
+
+window.addEventListener('hashchange', () => {
+  if (readToken()) start();
 });
 
 if (readToken()) {
