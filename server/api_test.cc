@@ -154,6 +154,44 @@ TEST_F(Api, BudgetValidationChangesNothing) {
   }
 }
 
+// The job list, newest or oldest first, with the number of matches beyond the limit: what the
+// dashboard reads to show a long queue from its head.
+TEST_F(Api, JobListsComeInEitherOrderWithTheirTotal) {
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    const Resp r = h_.Post("/v1/jobs", alice_, Job({{"gpus", 8}, {"gpus_per_node", 8}}));
+    ASSERT_EQ(r.status, 201) << r.text;
+    ids.push_back(r.body["id"].get<int64_t>());
+  }
+  // Two fill the two nodes; two wait.
+  ASSERT_TRUE(Eventually([&] {
+    return h_.Get("/v1/jobs?state=running", h_.admin()).body["total"] == 2;
+  })) << h_.Get("/v1/jobs", h_.admin()).text;
+  ASSERT_EQ(
+      h_.Post("/v1/jobs/" + std::to_string(ids[3]) + "/cancel", alice_, json::object()).status,
+      200);
+  auto list = [&](const std::string& query, const std::string& token) {
+    const Resp r = h_.Get("/v1/jobs" + query, token);
+    EXPECT_EQ(r.status, 200) << query << ": " << r.text;
+    std::vector<int64_t> got;
+    for (const json& j : r.body["jobs"]) got.push_back(j["id"].get<int64_t>());
+    return std::make_pair(got, r.body["total"].get<int64_t>());
+  };
+  using L = std::pair<std::vector<int64_t>, int64_t>;
+  EXPECT_EQ(list("?state=running&order=oldest", h_.admin()), L({ids[0], ids[1]}, 2));
+  EXPECT_EQ(list("?state=pending", h_.admin()), L({ids[2]}, 1));
+  EXPECT_EQ(list("", h_.admin()), L({ids[2], ids[1], ids[0]}, 3));
+  EXPECT_EQ(list("?order=oldest&limit=2", h_.admin()), L({ids[0], ids[1]}, 3));
+  EXPECT_EQ(list("?limit=1", h_.admin()), L({ids[2]}, 3));
+  EXPECT_EQ(list("?state=done", h_.admin()), L({ids[3]}, 1));
+  EXPECT_EQ(list("?state=all&order=oldest&limit=1", h_.admin()), L({ids[0]}, 4));
+  EXPECT_EQ(list("?state=all&limit=1&order=newest", alice_), L({ids[3]}, 4));
+  EXPECT_EQ(list("?state=all", carol_), L({}, 0));  // users see their own jobs only
+  const Resp bad = h_.Get("/v1/jobs?order=sideways", h_.admin());
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["field"], "order") << bad.text;
+}
+
 TEST_F(Api, Roles) {
   const std::string before = Fingerprint();
   // Bad tokens.

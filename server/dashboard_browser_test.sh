@@ -108,6 +108,14 @@ expect_in "$T/job.html" job-events "started | started on free GPUs"
 expect_in "$T/job.html" pending "sweep-7"  # the rest of the page as before
 grep -q 'id="job" hidden' "$T/admin.html" || fail "admin: a job view is open without #job"
 
+# A long queue shows its head: with #waiting=1, the oldest waiting job and how many wait in all.
+hg submit --name sweep-8 --gpus 4 -- sleep 600 > /dev/null || fail "submit sweep-8"
+dump "$URL/#token=$ADMIN&waiting=1" > "$T/head.html"
+expect_in "$T/head.html" pending-more "The first 1 of 2 waiting jobs are shown. | Show all"
+expect_in "$T/head.html" pending "sweep-7"
+expect_not_in "$T/head.html" pending "sweep-8"
+expect_in "$T/head.html" summary "1 | jobs running | 2 | jobs waiting"
+
 # Drained by the operator, the node says why and what it waits for: bob's job, protected for an
 # hour, keeps it draining. Nothing is entitled to GPUs that are leaving.
 hg drain local --reason "disk check" > /dev/null || fail "drain"

@@ -75,8 +75,10 @@ class State {
   // `job` holds the request's fields; id, user, state and times are set here.
   Reply<int64_t> Submit(const store::PrincipalRecord& who, store::JobRecord job);
   Reply<nlohmann::json> JobJson(const store::PrincipalRecord& who, int64_t id);
+  // {"jobs": [...], "total": N}: the jobs in `state` ("" pending and running), newest first or
+  // with `oldest_first` oldest first, at most `limit` (0: all); `total` counts every match.
   Reply<nlohmann::json> JobsJson(const store::PrincipalRecord& who, const std::string& state,
-                                 const std::string& user, int64_t limit);
+                                 const std::string& user, int64_t limit, bool oldest_first = false);
   Reply<nlohmann::json> JobEventsJson(const store::PrincipalRecord& who, int64_t id);
   Reply<nlohmann::json> Cancel(const store::PrincipalRecord& who, int64_t id);
   // The user of a running session (a job with a lease) is active now, by the injected clock:

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "core/housekeeping.h"
 #include "server/auth.h"
@@ -69,26 +70,45 @@ Reply<nlohmann::json> State::JobJson(const store::PrincipalRecord& who, int64_t 
 }
 
 Reply<nlohmann::json> State::JobsJson(const store::PrincipalRecord& who, const std::string& state,
-                                      const std::string& user, int64_t limit) {
+                                      const std::string& user, int64_t limit, bool oldest_first) {
   std::lock_guard lock(impl_->mu);
   nlohmann::json out = nlohmann::json::array();
   // Users see their own jobs; admins everyone's (or one user's).
   const std::string only = IsAdmin(who) ? user : who.name;
   if (!IsAdmin(who) && !user.empty() && user != who.name)
     return Refuse(403, "user", "you may list only your own jobs");
-  for (auto it = impl_->jobs.rbegin(); it != impl_->jobs.rend(); ++it) {
-    const auto& r = it->second.rec;
-    if (!only.empty() && r.user != only) continue;
+  int64_t total = 0;
+  auto visit = [&](const JobRt& j) {
+    const auto& r = j.rec;
+    if (!only.empty() && r.user != only) return;
     const bool active = r.state == "running" || r.state == "stopping";
     const bool done = !active && r.state != "pending";
-    if (state == "pending" && r.state != "pending") continue;
-    if (state == "running" && !active) continue;
-    if (state == "done" && !done) continue;
-    if (state.empty() && done) continue;  // default: what is still in the system
-    out.push_back(impl_->JobView(it->second));
-    if (limit > 0 && static_cast<int64_t>(out.size()) >= limit) break;
+    if (state == "pending" && r.state != "pending") return;
+    if (state == "running" && !active) return;
+    if (state == "done" && !done) return;
+    if (state.empty() && done) return;  // default: what is still in the system
+    // Past the limit a match is only counted: no view is built for it.
+    if (limit == 0 || total < limit) out.push_back(impl_->JobView(j));
+    ++total;
+  };
+  // Ids grow with submission: id order is submission order. The states still in the system are
+  // read from the queues and the running set, so a poll of them (the dashboard's, every few
+  // seconds) costs what is active, however many jobs have ended; done and all read every job.
+  if (state == "pending" || state == "running" || state.empty()) {
+    std::vector<int64_t> ids;
+    if (state != "running")
+      for (const auto* q : {&impl_->pending_funded, &impl_->pending_unfunded})
+        for (const auto& [queued, id] : *q) ids.push_back(id);
+    if (state != "pending") ids.insert(ids.end(), impl_->running.begin(), impl_->running.end());
+    std::sort(ids.begin(), ids.end());
+    if (!oldest_first) std::reverse(ids.begin(), ids.end());
+    for (int64_t id : ids) visit(impl_->jobs.at(id));
+  } else if (oldest_first) {
+    for (const auto& [id, j] : impl_->jobs) visit(j);
+  } else {
+    for (auto it = impl_->jobs.rbegin(); it != impl_->jobs.rend(); ++it) visit(it->second);
   }
-  return nlohmann::json{{"jobs", out}};
+  return nlohmann::json{{"jobs", out}, {"total", total}};
 }
 
 Reply<nlohmann::json> State::JobEventsJson(const store::PrincipalRecord& who, int64_t id) {

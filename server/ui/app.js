@@ -5,6 +5,10 @@
 'use strict';
 
 const REFRESH_MS = 5000;
+// The head of the queue (#waiting=N shows N, up to 5,000): a queue of tens of thousands would
+// make every refresh slow to read and to draw, and its head is what waits longest.
+const PENDING_SHOWN = 500;
+const PENDING_MAX = 5000;
 const TOKEN_KEY = 'hourglass-token';
 
 class ApiError extends Error {
@@ -32,6 +36,11 @@ function readToken() {
                                        (rest ? '#' + rest : ''));
   }
   return sessionStorage.getItem(TOKEN_KEY);
+}
+
+function pendingShown() {
+  const n = parseInt(fragment().get('waiting') || '', 10);
+  return n > 0 ? Math.min(n, PENDING_MAX) : PENDING_SHOWN;
 }
 
 // The job whose history is open (#job=ID), or null.
@@ -146,9 +155,22 @@ const JOB_COLS = [
   {label: 'GPUs', num: true, cell: text((j) => j.gpus)},
 ];
 
-function renderPending(jobs) {
-  const waiting = jobs.filter((j) => j.state === 'pending');
+function renderPending(list) {
+  const waiting = list.jobs.filter((j) => j.state === 'pending');
   waiting.sort((a, b) => a.queued_since - b.queued_since || a.id - b.id);
+  const more = document.getElementById('pending-more');
+  more.replaceChildren();
+  if (list.total > waiting.length) {
+    more.appendChild(el('span', 'The first ' + waiting.length + ' of ' + list.total +
+                                    ' waiting jobs are shown. '));
+    if (waiting.length < PENDING_MAX) {
+      const f = fragment();
+      f.set('waiting', String(Math.min(list.total, PENDING_MAX)));
+      const a = el('a', 'Show ' + (list.total > PENDING_MAX ? 'the first ' + PENDING_MAX : 'all'));
+      a.href = '#' + f.toString();
+      more.appendChild(a);
+    }
+  }
   fill(document.getElementById('pending'), JOB_COLS.concat([
     {label: 'waiting', cell: (td, j) => when(td, j.queued_since)},
     {label: 'estimated start', cell: (td, j) => when(td, j.estimated_start_at)},
@@ -173,8 +195,8 @@ function protection(td, j) {
   if (j.protected_until) td.title = new Date(j.protected_until * 1000).toISOString();
 }
 
-function renderRunning(jobs) {
-  const running = jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
+function renderRunning(list) {
+  const running = list.jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
   running.sort((a, b) => a.id - b.id);
   fill(document.getElementById('running'), JOB_COLS.concat([
     {
@@ -333,19 +355,17 @@ function tile(label, value, note) {
   return t;
 }
 
-function renderSummary(jobs, nodes) {
+function renderSummary(running, pending, nodes) {
   const up = nodes.filter((n) => n.state === 'ready' || n.state === 'draining');
   const gpus = up.reduce((s, n) => s + n.gpus, 0);
   const used = up.reduce((s, n) => s + n.used_gpus, 0);
-  const active = jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
-  const unfunded = active.filter((j) => !j.budget).reduce((s, j) => s + j.gpus, 0);
-  const waiting = jobs.filter((j) => j.state === 'pending');
+  const unfunded = running.jobs.filter((j) => !j.budget).reduce((s, j) => s + j.gpus, 0);
   const down = nodes.length - up.length;
   document.getElementById('summary').replaceChildren(
       tile('GPUs in use', used + ' / ' + gpus, 'on ready and draining nodes'),
-      tile('unfunded GPUs', unfunded, 'of the jobs listed here'),
-      tile('jobs running', active.length),
-      tile('jobs waiting', waiting.length),
+      tile('unfunded GPUs', unfunded, 'held by the running jobs you may see'),
+      tile('jobs running', running.total),
+      tile('jobs waiting', pending.total),
       tile('nodes out', down, 'drained or lost'));
 }
 
@@ -369,9 +389,11 @@ async function refresh() {
     const id = openJob();
     // A job the reader may not see is reported in its panel; the rest of the page still loads.
     const one = (path) => api(path).catch((e) => (e.status === 401 ? Promise.reject(e) : e));
-    const [who, jobs, budgets, nodes, job, events] = await Promise.all([
-      api('/v1/whoami'), api('/v1/jobs?limit=2000'), api('/v1/budgets'), api('/v1/nodes'),
-      id ? one('/v1/jobs/' + id) : null, id ? one('/v1/jobs/' + id + '/events') : null,
+    const [who, running, pending, budgets, nodes, job, events] = await Promise.all([
+      api('/v1/whoami'), api('/v1/jobs?state=running'),
+      api('/v1/jobs?state=pending&order=oldest&limit=' + pendingShown()), api('/v1/budgets'),
+      api('/v1/nodes'), id ? one('/v1/jobs/' + id) : null,
+      id ? one('/v1/jobs/' + id + '/events') : null,
     ]);
     if (id) {
       renderJob(id, job, events instanceof Error ? {events: []} : events);
@@ -379,9 +401,9 @@ async function refresh() {
       document.getElementById('job').hidden = true;
     }
     document.getElementById('who').textContent = who.name + ' (' + who.role + ')';
-    renderSummary(jobs.jobs, nodes.nodes);
-    renderPending(jobs.jobs);
-    renderRunning(jobs.jobs);
+    renderSummary(running, pending, nodes.nodes);
+    renderPending(pending);
+    renderRunning(running);
     renderBudgets(budgets.budgets);
     renderNodes(nodes.nodes);
     document.getElementById('updated').textContent =
