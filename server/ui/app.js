@@ -9,6 +9,8 @@ const REFRESH_MS = 5000;
 // make every refresh slow to read and to draw, and its head is what waits longest.
 const PENDING_SHOWN = 500;
 const PENDING_MAX = 5000;
+// Running jobs are bounded by the GPUs, yet a large cluster runs thousands: the oldest are shown.
+const RUNNING_SHOWN = 1000;
 const TOKEN_KEY = 'hourglass-token';
 
 class ApiError extends Error {
@@ -198,6 +200,9 @@ function protection(td, j) {
 function renderRunning(list) {
   const running = list.jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
   running.sort((a, b) => a.id - b.id);
+  document.getElementById('running-more').textContent = list.total > running.length ?
+      'The first ' + running.length + ' of ' + list.total + ' running jobs are shown.' :
+      '';
   fill(document.getElementById('running'), JOB_COLS.concat([
     {
       label: 'state',
@@ -359,11 +364,12 @@ function renderSummary(running, pending, nodes) {
   const up = nodes.filter((n) => n.state === 'ready' || n.state === 'draining');
   const gpus = up.reduce((s, n) => s + n.gpus, 0);
   const used = up.reduce((s, n) => s + n.used_gpus, 0);
+  const shown = running.total > running.jobs.length ? ' shown below' : '';
   const unfunded = running.jobs.filter((j) => !j.budget).reduce((s, j) => s + j.gpus, 0);
   const down = nodes.length - up.length;
   document.getElementById('summary').replaceChildren(
       tile('GPUs in use', used + ' / ' + gpus, 'on ready and draining nodes'),
-      tile('unfunded GPUs', unfunded, 'held by the running jobs you may see'),
+      tile('unfunded GPUs', unfunded, 'held by the running jobs you may see' + shown),
       tile('jobs running', running.total),
       tile('jobs waiting', pending.total),
       tile('nodes out', down, 'drained or lost'));
@@ -390,7 +396,7 @@ async function refresh() {
     // A job the reader may not see is reported in its panel; the rest of the page still loads.
     const one = (path) => api(path).catch((e) => (e.status === 401 ? Promise.reject(e) : e));
     const [who, running, pending, budgets, nodes, job, events] = await Promise.all([
-      api('/v1/whoami'), api('/v1/jobs?state=running'),
+      api('/v1/whoami'), api('/v1/jobs?state=running&order=oldest&limit=' + RUNNING_SHOWN),
       api('/v1/jobs?state=pending&order=oldest&limit=' + pendingShown()), api('/v1/budgets'),
       api('/v1/nodes'), id ? one('/v1/jobs/' + id) : null,
       id ? one('/v1/jobs/' + id + '/events') : null,
