@@ -74,10 +74,14 @@ if m:
 EOF
 }
 expect_in() {  # file id text
-  text_of "$1" "$2" | grep -qF -- "$3" || fail "$(basename "$1") #$2 lacks '$3': $(text_of "$1" "$2")"
+  local t
+  t="$(text_of "$1" "$2")"
+  grep -qF -- "$3" <<< "$t" || fail "$(basename "$1") #$2 lacks '$3': $t"
 }
 expect_not_in() {
-  if text_of "$1" "$2" | grep -qF -- "$3"; then fail "$(basename "$1") #$2 shows '$3'"; fi
+  local t
+  t="$(text_of "$1" "$2")"
+  if grep -qF -- "$3" <<< "$t"; then fail "$(basename "$1") #$2 shows '$3'"; fi
 }
 
 # The admin sees everything.
@@ -90,6 +94,18 @@ expect_in "$T/admin.html" running "train-42 | bob | alice | batch | 4 | running 
 expect_in "$T/admin.html" running " | until in "  # min_runtime 1 h
 expect_in "$T/admin.html" budgets "lab | 1 | - | 4.0 | 4 | 0"  # entitled to all 4 GPUs
 expect_in "$T/admin.html" budgets "alice | 2 | - | 4.0 | 4 | 0"
+# Each budget's last 7 days (two bars a day) and its starts' p90 wait by class: train-42's start.
+python3 - "$T/admin.html" << 'EOF' || fail "admin: the budgets' daily bars are missing"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+table = re.search(r'<table id="budgets">(.*?)</table>', dom, re.S).group(1)
+rows = [r for r in re.findall(r"<tr>(.*?)</tr>", table, re.S) if "<svg" in r]
+assert len(rows) == 2, len(rows)
+for r in rows:
+    assert r.count('class="owed"') == 7 and r.count('class="delivered"') == 7, r
+EOF
+expect_in "$T/admin.html" budgets "| batch "
+expect_in "$T/admin.html" budgets " (1)"
 expect_in "$T/admin.html" nodes "local | ready | 4 / 4 | 2 | "  # then its last heartbeat's age
 expect_in "$T/admin.html" summary "4 / 4 | GPUs in use | 0 | unfunded GPUs | 1 | jobs running | 1 | jobs waiting | 0 | nodes out"
 grep -q 'id="login" hidden' "$T/admin.html" || fail "admin: the token form is shown"

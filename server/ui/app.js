@@ -218,7 +218,50 @@ function renderRunning(list) {
   ]), running, 'no job runs');
 }
 
-function renderBudgets(budgets) {
+// "batch 12 s · debug 3 s": the p90 queue wait of the window's starts below a budget, by class.
+function waits(u) {
+  if (!u || !u.wait_s) return '';
+  return Object.keys(u.wait_s).sort().map((c) => c + ' ' + span(u.wait_s[c].p90) + ' (' +
+                                                   u.wait_s[c].count + ')').join(' · ');
+}
+
+// Seven days, oldest first: an outlined bar for what the budget was owed each day, a filled one
+// for what it got, on the budget's own scale; the numbers are in the tooltip.
+function daily(td, u) {
+  if (!u || !u.daily || u.daily.length === 0) return;
+  const NS = 'http://www.w3.org/2000/svg';
+  const W = 10, H = 22;
+  const svg = document.createElementNS(NS, 'svg');
+  svg.setAttribute('width', String(u.daily.length * W));
+  svg.setAttribute('height', String(H));
+  svg.setAttribute('class', 'daily');
+  const top = Math.max(1e-9, ...u.daily.map((d) => Math.max(d.owed_gpu_hours,
+                                                            d.delivered_gpu_hours)));
+  const lines = [];
+  u.daily.forEach((d, i) => {
+    const bar = (v, cls, inset) => {
+      const h = Math.max(v > 0 ? 1 : 0, (v / top) * (H - 1));
+      const r = document.createElementNS(NS, 'rect');
+      r.setAttribute('x', String(i * W + inset));
+      r.setAttribute('y', String(H - h));
+      r.setAttribute('width', String(W - 2 - 2 * inset));
+      r.setAttribute('height', String(h));
+      r.setAttribute('class', cls);
+      svg.appendChild(r);
+    };
+    bar(d.owed_gpu_hours, 'owed', 0);
+    bar(d.delivered_gpu_hours, 'delivered', 2);
+    lines.push(new Date(d.from * 1000).toISOString().slice(0, 10) + ': delivered ' +
+               hours(d.delivered_gpu_hours) + ' of ' + hours(d.owed_gpu_hours) + ' GPU-h owed');
+  });
+  const title = document.createElementNS(NS, 'title');
+  title.textContent = lines.join('\n');
+  svg.appendChild(title);
+  td.appendChild(svg);
+}
+
+function renderBudgets(budgets, usage) {
+  const byName = new Map((usage || []).map((u) => [u.name, u]));
   fill(document.getElementById('budgets'), [
     {
       label: 'budget',
@@ -251,8 +294,10 @@ function renderBudgets(budgets) {
         td.appendChild(el('span', (r * 100).toFixed(0) + '%', r < 0.98 ? 'under' : 'over'));
       },
     },
+    {label: 'last 7 days', cell: (td, b) => daily(td, byName.get(b.name))},
+    {label: 'p90 wait (starts)', cell: text((b) => waits(byName.get(b.name)))},
     {
-      label: 'take-back cool-downs',
+      label: 'take-back cool-down',
       cell: (td, b) => {
         const c = b.take_back_cooldowns || [];
         td.textContent = c.length === 0 ? '' : c.map((x) => 'from ' + x.budget).join(', ');
@@ -395,10 +440,10 @@ async function refresh() {
     const id = openJob();
     // A job the reader may not see is reported in its panel; the rest of the page still loads.
     const one = (path) => api(path).catch((e) => (e.status === 401 ? Promise.reject(e) : e));
-    const [who, running, pending, budgets, nodes, job, events] = await Promise.all([
+    const [who, running, pending, budgets, usage, nodes, job, events] = await Promise.all([
       api('/v1/whoami'), api('/v1/jobs?state=running&order=oldest&limit=' + RUNNING_SHOWN),
       api('/v1/jobs?state=pending&order=oldest&limit=' + pendingShown()), api('/v1/budgets'),
-      api('/v1/nodes'), id ? one('/v1/jobs/' + id) : null,
+      api('/v1/usage'), api('/v1/nodes'), id ? one('/v1/jobs/' + id) : null,
       id ? one('/v1/jobs/' + id + '/events') : null,
     ]);
     if (id) {
@@ -410,7 +455,7 @@ async function refresh() {
     renderSummary(running, pending, nodes.nodes);
     renderPending(pending);
     renderRunning(running);
-    renderBudgets(budgets.budgets);
+    renderBudgets(budgets.budgets, usage.budgets);
     renderNodes(nodes.nodes);
     document.getElementById('updated').textContent =
         'updated ' + new Date().toLocaleTimeString() + ', every ' + REFRESH_MS / 1000 + ' s';
