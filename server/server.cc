@@ -74,6 +74,11 @@ Result<void> Server::Start() {
   // body until the client's delayed ACK (40 ms per request on Linux).
   http_->set_tcp_nodelay(true);
   http_->set_keep_alive_max_count(100);
+  // A kept-alive connection holds a worker while it is open, idle or not. Browsers keep theirs
+  // (the dashboard's polls open several), and a few open dashboards would otherwise hold the pool
+  // for 5 s at a time while agents' heartbeats queued (KeepAlive.*). Busy clients, which send
+  // their next request at once, keep their connections.
+  http_->set_keep_alive_timeout(1);
   http_->set_read_timeout(10, 0);
   http_->set_write_timeout(10, 0);
   InstallRoutes(*http_, *state_);
