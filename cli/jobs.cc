@@ -152,7 +152,12 @@ std::string RenderJobs(const Json& reply) {
     }
   }
   if (t.rows() == 0) return "no jobs\n";
-  return t.Render();
+  std::string out = t.Render();
+  // A --limit cut the list: say how many there are.
+  if (reply.contains("total") && reply["total"].is_number_integer() &&
+      reply["total"].get<int64_t>() > static_cast<int64_t>(t.rows()))
+    out += fmt::format("({} of {} jobs shown)\n", t.rows(), reply["total"].get<int64_t>());
+  return out;
 }
 
 Request BuildShow(int64_t id) { return Request{"GET", JobPath(id), std::nullopt}; }

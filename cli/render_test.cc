@@ -170,6 +170,12 @@ TEST(JobsTest, RendersTheList) {
             "17  train-1  alice  alice         16  batch  running  2025-12-02 16:00:00Z  funded: "
             "within share\n");
   EXPECT_EQ(RenderJobs(Json::parse(R"({"jobs": []})")), "no jobs\n");
+  // Cut by --limit: the server's total says how many there are.
+  Json cut = reply;
+  cut["total"] = 5;
+  EXPECT_EQ(RenderJobs(cut), RenderJobs(reply) + "(2 of 5 jobs shown)\n");
+  cut["total"] = 2;
+  EXPECT_EQ(RenderJobs(cut), RenderJobs(reply));
 }
 
 TEST(ShowTest, RendersJobAndEvents) {
