@@ -433,9 +433,12 @@ function showError(message, askToken) {
   document.body.dataset.state = 'error';
 }
 
+// Each start (a new token, a job opened or closed) begins a new loop; a refresh of an older one
+// that is still in flight then neither draws nor schedules another, so there is one loop.
 let timer = null;
+let generation = 0;
 
-async function refresh() {
+async function refresh(gen) {
   try {
     const id = openJob();
     // A job the reader may not see is reported in its panel; the rest of the page still loads.
@@ -446,6 +449,7 @@ async function refresh() {
       api('/v1/usage'), api('/v1/nodes'), id ? one('/v1/jobs/' + id) : null,
       id ? one('/v1/jobs/' + id + '/events') : null,
     ]);
+    if (gen !== generation) return;
     if (id) {
       renderJob(id, job, events instanceof Error ? {events: []} : events);
     } else {
@@ -464,18 +468,19 @@ async function refresh() {
     document.getElementById('views').hidden = false;
     document.body.dataset.state = 'ready';
   } catch (e) {
+    if (gen !== generation) return;
     if (e.status === 401 || e.status === 403) {
       showError('The token was refused (' + e.status + ', ' + e.message + '). Enter another.', true);
       return;  // no point asking again with the same token
     }
     showError('Could not read the cluster: ' + e.message + '. Trying again.', false);
   }
-  timer = setTimeout(refresh, REFRESH_MS);
+  timer = setTimeout(() => refresh(gen), REFRESH_MS);
 }
 
 function start() {
   clearTimeout(timer);
-  refresh();
+  refresh(++generation);
 }
 
 document.getElementById('login').addEventListener('submit', (ev) => {
