@@ -248,14 +248,16 @@ TEST(GroupCpuSeconds, BusyGroupShowsCpuTimeAndSleepingGroupAlmostNone) {
 TEST(GroupCpuSeconds, CountsTheChildrenAShellWaitedFor) {
   TempDir d;
   SystemClock clock;
-  // A shell that ran a busy command which has ended: its time is the shell's cutime.
+  // A shell that ran a busy command which has ended: its time is the shell's cutime. The command
+  // ends at a second of CPU time (`ulimit -t`: SIGXCPU), not of wall time, so a loaded machine
+  // only makes it take longer (a 0.5 s `timeout` got 0.15 s of CPU beside two other test runs).
   auto p = JobProcess::Start(
-      Bash(32, "timeout 0.5 bash -c 'while :; do :; done'; touch " + d / "done" + "; sleep 30"),
+      Bash(32, "bash -c 'ulimit -t 1; while :; do :; done'; touch " + d / "done" + "; sleep 30"),
       d.path(), clock);
-  ASSERT_TRUE(WaitFor([&] { return Exists(d / "done"); }, 5000));
+  ASSERT_TRUE(WaitFor([&] { return Exists(d / "done"); }, 30000));
   const auto cpu = GroupCpuSeconds({p->pid()});
   ASSERT_TRUE(cpu.count(p->pid()));
-  EXPECT_GT(cpu.at(p->pid()), 0.2);
+  EXPECT_GT(cpu.at(p->pid()), 0.5);
   p->Kill();
   EXPECT_TRUE(WaitEnd(*p, 5000));
 }
