@@ -1,7 +1,5 @@
 #include "server/dashboard.h"
 
-#include <string>
-
 namespace hg::server {
 namespace {
 
@@ -18,7 +16,7 @@ httplib::Server::Handler Serve(std::string_view body, const char* type) {
     res.set_header("Referrer-Policy", "no-referrer");
     // Small, and replaced with the binary: the browser asks again rather than keep a stale copy.
     res.set_header("Cache-Control", "no-cache");
-    res.set_content(std::string(body), type);
+    res.set_content(body.data(), body.size(), type);
   };
 }
 

@@ -174,7 +174,6 @@ Result<void> State::Impl::Load() {
                       : code == "max_runtime" ? "max_runtime"
                                               : "preempt";
         j.stop_at = Seconds(now) + j.spec.grace;
-        j.stop_for = JobId(j.rec.stop_for);
       }
       bool placed = true;
       try {
@@ -210,11 +209,8 @@ Result<void> State::Impl::Load() {
   }
   // A job whose victims are still stopping keeps the hold on the GPUs they free (as a cycle
   // before the restart set it; see JobRt::freed_for).
-  for (auto& [id, j] : jobs)
-    if (j.stopping && j.rec.stop_holds)
-      if (auto it = jobs.find(j.rec.stop_for);
-          it != jobs.end() && it->second.rec.state == "pending")
-        it->second.freed_for = true;
+  for (const auto& [id, j] : jobs)
+    if (j.stopping && j.rec.stop_holds) HoldFreedGpusFor(j.rec.stop_for);
   counts_dirty = true;
   last = now;
   return {};

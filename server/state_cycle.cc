@@ -136,7 +136,7 @@ RunningJob State::Impl::AsRunning(const JobRt& j) const {
   r.placement = j.placement;
   r.stopping = j.stopping;
   r.stop_at = j.stop_at;
-  r.stop_for = j.stop_for;
+  r.stop_for = JobId(j.rec.stop_for);
   r.checkpointed = j.started;
   // 0 (before any start) when none was reported: the lease counts from the start of the run.
   r.active_at = Seconds(j.rec.active_at.value_or(0));
@@ -256,7 +256,6 @@ Result<void> State::Impl::Stop(JobRt& j, const std::string& kind, const Reason& 
   j.stopping = true;
   j.stop_kind = kind;
   j.stop_at = Seconds(now) + j.spec.grace;
-  j.stop_for = for_job;
   if (kind == "preempt") ++preemptions_total[j.rec.reason_code];
   // A slice whose start order never went out has nothing to stop.
   bool all = true;
@@ -266,6 +265,11 @@ Result<void> State::Impl::Stop(JobRt& j, const std::string& kind, const Reason& 
   }
   if (all) return EndAttempt(j, now);
   return {};
+}
+
+void State::Impl::HoldFreedGpusFor(int64_t job) {
+  auto it = jobs.find(job);
+  if (it != jobs.end() && it->second.rec.state == "pending") it->second.freed_for = true;
 }
 
 Result<void> State::Impl::EndAttempt(JobRt& j, int64_t now) {
@@ -480,18 +484,15 @@ Result<void> State::Impl::Cycle(int64_t now, int64_t now_ms) {
         !ok)
       return ok;
   }
-  for (const StopDecision& st : d.stops) {
-    if (!st.hold_for) continue;
-    auto it = s.jobs.find(st.for_job.value());
-    if (it != s.jobs.end() && it->second.rec.state == "pending") it->second.freed_for = true;
-  }
+  for (const StopDecision& st : d.stops)
+    if (st.hold_for) s.HoldFreedGpusFor(st.for_job.value());
   for (const StartDecision& st : d.starts)
     if (auto ok = s.Start(st, now); !ok) return ok;
   // The hold lasts while a victim is stopping and through the one cycle after the last has gone.
   std::set<int64_t> waiting;
   for (int64_t id : s.running) {
     const JobRt& j = s.jobs.at(id);
-    if (j.stopping && j.stop_for.value() != 0) waiting.insert(j.stop_for.value());
+    if (j.stopping && j.rec.stop_for != 0) waiting.insert(j.rec.stop_for);
   }
   for (const auto& [qs, id] : s.pending_funded) {
     JobRt& j = s.jobs.at(id);

@@ -54,7 +54,8 @@ struct JobRt {
   Seconds alloc_since{0};  // when its GPUs were assigned: usage counts from here
   bool stopping = false;
   Seconds stop_at{0};
-  JobId stop_for{0};
+  // What a stop frees GPUs for, and whether it holds them, are rec.stop_for and rec.stop_holds
+  // (stored with the stop, cleared when the attempt ends).
   // Pending, and a stop the policy asked to hold for this job (StopDecision::hold_for) freed
   // GPUs for it: PendingJob::freed_for. A restart sets it again while such a victim is stopping
   // (JobRecord::stop_holds); once the victims have gone, the hold lasts one cycle, in memory.
@@ -176,6 +177,9 @@ struct State::Impl {
   Result<void> Stop(JobRt& j, const std::string& kind, const Reason& why, const std::string& words,
                     JobId for_job, bool holds, int64_t now);
   Result<void> EndAttempt(JobRt& j, int64_t now);
+  // A stop held the GPUs it frees for `job` (StopDecision::hold_for): if it waits, they are its
+  // own first (JobRt::freed_for).
+  void HoldFreedGpusFor(int64_t job);
   Result<void> SetNodeState(size_t n, NodeState to, int64_t now);
   Result<void> MarkLost(size_t n, int64_t now);
   nlohmann::json StartOrder(const JobRt& j, size_t slice) const;

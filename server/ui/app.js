@@ -157,9 +157,10 @@ const JOB_COLS = [
   {label: 'GPUs', num: true, cell: text((j) => j.gpus)},
 ];
 
+// The server lists them oldest first (id order is submission order; a requeued job keeps its
+// place), as they are shown.
 function renderPending(list) {
-  const waiting = list.jobs.filter((j) => j.state === 'pending');
-  waiting.sort((a, b) => a.queued_since - b.queued_since || a.id - b.id);
+  const waiting = list.jobs;
   const more = document.getElementById('pending-more');
   more.replaceChildren();
   if (list.total > waiting.length) {
@@ -198,8 +199,7 @@ function protection(td, j) {
 }
 
 function renderRunning(list) {
-  const running = list.jobs.filter((j) => j.state === 'running' || j.state === 'stopping');
-  running.sort((a, b) => a.id - b.id);
+  const running = list.jobs;  // oldest first, as the server lists them
   document.getElementById('running-more').textContent = list.total > running.length ?
       'The first ' + running.length + ' of ' + list.total + ' running jobs are shown.' :
       '';
@@ -351,6 +351,8 @@ function renderJob(id, job, events) {
     return;
   }
   title.textContent = 'Job ' + job.id + ': ' + job.name;
+  // [label, value]: a value that is a function fills its cell; a time is said relative to now.
+  const at = (t) => (t === null || t === undefined ? null : (td) => when(td, t));
   const rows = [
     ['state', job.state + (job.reason ? ': ' + job.reason : '')],
     ['user', job.user],
@@ -365,31 +367,23 @@ function renderJob(id, job, events) {
     // A pending job's placement and start are its last run's (a requeued job has had one).
     [job.state === 'pending' ? 'last placement' : 'placement',
      (job.placement || []).map((p) => p.node + ' [' + p.gpus.join(',') + ']').join(', ') || '-'],
+    ['submitted', at(job.submitted_at)],
+    [job.state === 'pending' ? 'last started' : 'started', at(job.started_at)],
+    ['ended', at(job.ended_at)],
+    ['estimated start', at(job.estimated_start_at)],
+    ['protected',
+     job.state === 'running' || job.state === 'stopping' ? (td) => protection(td, job) : null],
   ];
   fill(fields, [
     {label: 'field', cell: text((r) => r[0])},
-    {label: 'value', cell: text((r) => r[1])},
-  ], rows, '');
-  const at = [['submitted', job.submitted_at],
-              [job.state === 'pending' ? 'last started' : 'started', job.started_at],
-              ['ended', job.ended_at], ['estimated start', job.estimated_start_at]];
-  for (const [label, t] of at) {
-    if (t === null || t === undefined) continue;
-    const tr = el('tr');
-    tr.appendChild(el('td', label));
-    const td = el('td');
-    when(td, t);
-    tr.appendChild(td);
-    fields.appendChild(tr);
-  }
-  if (job.state === 'running' || job.state === 'stopping') {
-    const tr = el('tr');
-    tr.appendChild(el('td', 'protected'));
-    const td = el('td');
-    protection(td, job);
-    tr.appendChild(td);
-    fields.appendChild(tr);
-  }
+    {
+      label: 'value',
+      cell: (td, r) => {
+        if (typeof r[1] === 'function') r[1](td);
+        else td.textContent = r[1];
+      },
+    },
+  ], rows.filter((r) => r[1] !== null), '');
   fill(table, [
     {label: 'when', cell: (td, e) => when(td, e.at)},
     {label: 'what', cell: text((e) => e.kind)},
