@@ -1,6 +1,7 @@
 // Crash durability with a real process: a child inserts jobs from several threads and reports
 // every acknowledged id through a pipe; the parent SIGKILLs it at a random moment, re-opens the
-// store and checks that nothing acknowledged was lost or duplicated.
+// store and checks that nothing acknowledged was lost or duplicated. For the PostgreSQL store the
+// database server itself crashes too, every other round.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -8,11 +9,13 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "store/pg_test_server.h"
 #include "store/sqlite_store.h"
 #include "store/test_dir.h"
 
@@ -32,9 +35,11 @@ std::string JobName(int round, int thread, int seq) {
   return "r" + std::to_string(round) + "-t" + std::to_string(thread) + "-" + std::to_string(seq);
 }
 
+using Opener = std::function<Result<std::unique_ptr<Store>>()>;
+
 // The child: never returns. Exit codes other than death by SIGKILL are failures.
-[[noreturn]] void ChildInsertLoop(const std::string& path, int fd, int round) {
-  auto store = OpenSqliteStore(path);
+[[noreturn]] void ChildInsertLoop(const Opener& open, int fd, int round) {
+  auto store = open();
   if (!store) _exit(2);
   constexpr int kThreads = 8;
   // Bounded so an orphaned child stops by itself (the parent kills it long before).
@@ -58,9 +63,8 @@ std::string JobName(int round, int thread, int seq) {
   _exit(5);
 }
 
-TEST(SqliteStoreCrash, AcknowledgedInsertsSurviveSigkill) {
-  TestDir dir;
-  const std::string path = dir.File("hg.db");
+// after_kill(round) runs once the child is dead and before the store is opened again.
+void CheckCrashRounds(const Opener& open, const std::function<void(int)>& after_kill) {
   std::mt19937 rng(20261202);  // fixed seed: the same kill points on every run
   constexpr int kRounds = 8;
   int64_t max_id_before = 0;
@@ -76,7 +80,7 @@ TEST(SqliteStoreCrash, AcknowledgedInsertsSurviveSigkill) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       close(fds[0]);
-      ChildInsertLoop(path, fds[1], round);
+      ChildInsertLoop(open, fds[1], round);
     }
     close(fds[1]);
 
@@ -130,8 +134,9 @@ TEST(SqliteStoreCrash, AcknowledgedInsertsSurviveSigkill) {
     }
     total_acked += acks.size();
 
+    after_kill(round);
     // Re-open after the crash: every acknowledged id is there exactly once, with its own job.
-    auto store = OpenSqliteStore(path);
+    auto store = open();
     ASSERT_TRUE(store) << "round " << round << ": " << store.error().ToString();
     auto jobs = (*store)->Jobs();
     ASSERT_TRUE(jobs) << jobs.error().ToString();
@@ -157,6 +162,25 @@ TEST(SqliteStoreCrash, AcknowledgedInsertsSurviveSigkill) {
   }
   // The kills must have happened while writes were flowing, or the test proves nothing.
   EXPECT_GT(total_acked, 1000u);
+}
+
+TEST(SqliteStoreCrash, AcknowledgedInsertsSurviveSigkill) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  CheckCrashRounds([&] { return OpenSqliteStore(path); }, [](int) {});
+}
+
+TEST(PgStoreCrash, AcknowledgedInsertsSurviveSigkillOfTheClientAndOfTheServer) {
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  CheckCrashRounds([&] { return OpenPgStore(pg.Conninfo()); },
+                   [&](int round) {
+                     if (round % 2 == 1) return;
+                     // As if the machine lost power: no shutdown checkpoint, recovery from the
+                     // WAL alone.
+                     pg.Stop(/*immediate=*/true);
+                     ASSERT_TRUE(pg.Start());
+                   });
 }
 
 }  // namespace

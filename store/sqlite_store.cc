@@ -5,9 +5,9 @@
 #include <exception>
 #include <future>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <utility>
 
+#include "store/columns.h"
 #include "store/migrations.h"
 
 namespace hg::store {
@@ -15,48 +15,6 @@ namespace {
 
 using sql::Db;
 using sql::Statement;
-
-// Returns the error of a failed Result (an lvalue or a temporary) from the enclosing function.
-#define HG_TRY(expr)                                        \
-  do {                                                      \
-    auto&& hg_try_r = (expr);                               \
-    if (!hg_try_r) return tl::unexpected(hg_try_r.error()); \
-  } while (0)
-
-// ---- JSON columns. nlohmann throws on malformed text and on invalid UTF-8; both are turned into
-// errors here, at the adapter, and name the field.
-
-Result<std::string> EncodeList(const std::vector<std::string>& v, const char* field) {
-  try {
-    return nlohmann::json(v).dump();
-  } catch (const std::exception& e) {
-    return Fail(field, std::string("cannot be stored: ") + e.what());
-  }
-}
-
-Result<std::string> EncodeMap(const std::map<std::string, std::string>& m, const char* field) {
-  try {
-    return nlohmann::json(m).dump();
-  } catch (const std::exception& e) {
-    return Fail(field, std::string("cannot be stored: ") + e.what());
-  }
-}
-
-Result<std::vector<std::string>> DecodeList(const std::string& text, const char* field) {
-  try {
-    return nlohmann::json::parse(text).get<std::vector<std::string>>();
-  } catch (const std::exception& e) {
-    return Fail(field, std::string("corrupt JSON in the database: ") + e.what());
-  }
-}
-
-Result<std::map<std::string, std::string>> DecodeMap(const std::string& text, const char* field) {
-  try {
-    return nlohmann::json::parse(text).get<std::map<std::string, std::string>>();
-  } catch (const std::exception& e) {
-    return Fail(field, std::string("corrupt JSON in the database: ") + e.what());
-  }
-}
 
 // ---- The operations, on whichever connection they are given: the writer's (inside its
 // transaction) or the read connection.

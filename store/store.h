@@ -1,5 +1,6 @@
 // Durable state of the server behind one interface: SQLite is the embedded default
-// (sqlite_store.h); a PostgreSQL store can implement the same interface for larger sites.
+// (sqlite_store.h); PostgreSQL (pg_store.h) serves sites that keep their state in a database
+// server.
 //
 // Contract: a call that returns success has committed its change durably (it survives SIGKILL of
 // the process at any later moment). Calls are thread-safe; implementations may batch concurrent
@@ -179,5 +180,10 @@ class Store {
 // Opens (creating when missing) the SQLite store at `path` and migrates its schema to the newest
 // version. Errors name the file and the reason.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+// Connects to the PostgreSQL database named by `conninfo` (a libpq connection string or a
+// postgresql:// URL) and migrates its schema to the newest version. Errors name the server (never
+// the password) and the reason.
+Result<std::unique_ptr<Store>> OpenPgStore(const std::string& conninfo);
 
 }  // namespace hg::store
