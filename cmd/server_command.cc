@@ -17,6 +17,7 @@ namespace {
 
 struct Args {
   std::string data;
+  std::string database;
   std::string listen = "127.0.0.1:8080";
   std::string port_file;
   std::string policy = "hourglass";
@@ -37,6 +38,7 @@ int Fail(const std::string& what) {
 int Run(const Args& a) {
   server::ServerOptions o;
   o.data_dir = a.data;
+  o.database = a.database;
   const size_t colon = a.listen.rfind(':');
   if (colon == std::string::npos) return Fail("--listen: '" + a.listen + "' is not HOST:PORT");
   o.host = a.listen.substr(0, colon);
@@ -73,8 +75,8 @@ int Run(const Args& a) {
   if (!srv.NewAdminToken().empty())
     std::printf("admin token (shown once, also in %s): %s\n", srv.AdminTokenFile().c_str(),
                 srv.NewAdminToken().c_str());
-  std::printf("hourglass server listening on http://%s:%d (data in %s)\n", o.host.c_str(),
-              srv.Port(), o.data_dir.c_str());
+  std::printf("hourglass server listening on http://%s:%d (data in %s%s)\n", o.host.c_str(),
+              srv.Port(), o.data_dir.c_str(), o.database.empty() ? "" : ", state in PostgreSQL");
   std::printf("policy %s: %s\n", o.policy.c_str(), Describe(o.config).c_str());
   std::fflush(stdout);
   if (!a.port_file.empty()) {
@@ -103,6 +105,11 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("server", "run the control plane (HTTP API + scheduler)");
   cmd->add_option("--data", args->data, "data directory (SQLite store, admin.token)")->required();
+  cmd->add_option("--database", args->database,
+                  "keep the state in PostgreSQL instead of <data>/hourglass.db: a libpq "
+                  "connection string or postgresql:// URL (put a password in ~/.pgpass or "
+                  "PGPASSWORD, not here); one server at a time per database")
+      ->envname("HOURGLASS_DATABASE");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)");
   cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
   cmd->add_option("--policy", args->policy, "scheduling policy (default hourglass)");

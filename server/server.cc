@@ -9,6 +9,7 @@
 
 #include "core/timed_cycle.h"
 #include "server/api.h"
+#include "store/pg_store.h"
 
 namespace hg::server {
 namespace {
@@ -40,7 +41,17 @@ Result<void> Server::Start() {
   std::error_code ec;
   std::filesystem::create_directories(opt_.data_dir, ec);
   if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());
-  auto st = store::OpenSqliteStore(opt_.data_dir + "/hourglass.db");
+  Result<std::unique_ptr<store::Store>> st = Fail("store", "not opened");
+  if (opt_.database.empty()) {
+    st = store::OpenSqliteStore(opt_.data_dir + "/hourglass.db");
+  } else {
+    store::PgStoreOptions po;
+    // The HTTP workers and the scheduling loop share these; a write waits for a free one, and
+    // PostgreSQL commits concurrent writers together.
+    po.connections = 8;
+    po.exclusive = true;
+    st = store::OpenPgStore(opt_.database, po);
+  }
   if (!st) return tl::unexpected(st.error());
   store_ = std::move(*st);
   StateOptions so;

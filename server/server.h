@@ -19,7 +19,10 @@
 namespace hg::server {
 
 struct ServerOptions {
-  std::string data_dir;  // hourglass.db and admin.token live here
+  std::string data_dir;  // admin.token, and hourglass.db unless `database` is set, live here
+  // A PostgreSQL connection string or postgresql:// URL: the state lives in that database
+  // (store/pg_store.h) instead of <data_dir>/hourglass.db. One server at a time per database.
+  std::string database;
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (read it back with Port())
   std::string policy = "hourglass";

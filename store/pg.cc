@@ -136,11 +136,9 @@ Result<void> Conn::Run(std::string_view sql, std::initializer_list<Param> params
   return {};
 }
 
-Result<void> Conn::ExecScript(std::string_view sql) {
+Result<Rows> Conn::ExecScript(std::string_view sql) {
   const std::string text(sql);
-  auto r = Check(PQexec(conn_.get(), text.c_str()), sql);
-  if (!r) return tl::unexpected(r.error());
-  return {};
+  return Check(PQexec(conn_.get(), text.c_str()), sql);
 }
 
 Result<void> Conn::Reset() {

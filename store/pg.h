@@ -79,14 +79,17 @@ class Conn {
   Result<Rows> Exec(std::string_view sql, const std::vector<Param>& params);
   // Exec without the rows.
   Result<void> Run(std::string_view sql, std::initializer_list<Param> params = {});
-  // Runs one or more statements without parameters (schema steps).
-  Result<void> ExecScript(std::string_view sql);
+  // Runs one or more statements without parameters in one round trip (schema steps); returns
+  // the last one's rows.
+  Result<Rows> ExecScript(std::string_view sql);
 
   // False once the server has gone (restarted, network cut); Reset() tries a new session.
   bool Ok() const { return PQstatus(conn_.get()) == CONNECTION_OK; }
   Result<void> Reset();
   // True while a transaction is open (or failed and not yet rolled back).
   bool InTransaction() const;
+  // The server process serving this session (pg_locks.pid of the locks it holds).
+  int BackendPid() const { return PQbackendPID(conn_.get()); }
   // "PostgreSQL at <host>:<port>/<db>": names the server in errors, without the password.
   const std::string& where() const { return where_; }
 

@@ -459,6 +459,15 @@ class TxStore final : public Store {
   Conn& db_;
 };
 
+// The session-level advisory lock a running server holds (PgStoreOptions::exclusive).
+constexpr int64_t kServerLock = 0x686773657276;  // "hgserv"
+
+Result<bool> TryServerLock(Conn& db) {
+  auto got = db.Exec("SELECT pg_try_advisory_lock($1)", {kServerLock});
+  HG_TRY(got);
+  return got->Bool(0, 0);
+}
+
 // Settings every connection gets.
 Result<void> Configure(Conn& db) {
   // Store's contract: an acknowledged write survives a crash. A site's postgresql.conf may turn
@@ -492,6 +501,19 @@ class PgStore::Lease {
 Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo,
                                                const PgStoreOptions& options) {
   if (options.connections < 1) return Fail("connections", "must be at least 1");
+  std::unique_ptr<Conn> lock_conn;
+  if (options.exclusive) {
+    auto c = Conn::Connect(conninfo);
+    HG_TRY(c);
+    auto got = TryServerLock(*c);
+    HG_TRY(got);
+    if (!*got) {
+      return Fail(c->where(),
+                  "another hourglass server is using this database (it holds the server lock); "
+                  "stop it first, or point this one at another database");
+    }
+    lock_conn = std::make_unique<Conn>(std::move(*c));
+  }
   std::vector<std::unique_ptr<Conn>> conns;
   for (int i = 0; i < options.connections; ++i) {
     auto c = Conn::Connect(conninfo);
@@ -500,10 +522,41 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo,
     if (i == 0) HG_TRY(PgMigrate(*c));
     conns.push_back(std::make_unique<Conn>(std::move(*c)));
   }
-  return std::unique_ptr<PgStore>(new PgStore(std::move(conns)));
+  return std::unique_ptr<PgStore>(new PgStore(std::move(conns), std::move(lock_conn)));
 }
 
-PgStore::PgStore(std::vector<std::unique_ptr<Conn>> conns) : free_(std::move(conns)) {}
+PgStore::PgStore(std::vector<std::unique_ptr<Conn>> conns, std::unique_ptr<Conn> lock_conn)
+    : where_(conns.front()->where()), free_(std::move(conns)), lock_conn_(std::move(lock_conn)) {
+  if (lock_conn_) lock_pid_ = lock_conn_->BackendPid();
+}
+
+tl::unexpected<Error> PgStore::LockLostError() const {
+  return Fail(where_,
+              "another hourglass server took this database while the connection was down; this "
+              "server no longer reads or writes it (restart it once the other has stopped)");
+}
+
+Result<void> PgStore::CheckLock() {
+  std::lock_guard lock(lock_mu_);
+  if (!lock_conn_) return {};
+  if (lock_lost_) return LockLostError();
+  // A session lock lives as long as its session: while the lock's session answers and still
+  // holds it, it is this store's.
+  auto held = lock_conn_->Exec(
+      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+      "granted AND pid = pg_backend_pid()");
+  if (held && held->Int64(0, 0) > 0) return {};
+  if (!lock_conn_->Ok()) HG_TRY(lock_conn_->Reset());
+  auto got = TryServerLock(*lock_conn_);
+  HG_TRY(got);
+  if (!*got) {
+    lock_lost_ = true;
+    lock_pid_ = 0;
+    return LockLostError();
+  }
+  lock_pid_ = lock_conn_->BackendPid();
+  return {};
+}
 
 PgStore::~PgStore() = default;
 
@@ -516,9 +569,12 @@ Result<PgStore::Lease> PgStore::Acquire() {
     free_.pop_back();
   }
   Lease lease(this, std::move(c));
+  if (lock_lost_) return LockLostError();
   // The server may have restarted since this connection was last used: a new session, with the
-  // settings every session gets. Safe here, as a free connection holds no transaction.
+  // settings every session gets. Safe here, as a free connection holds no transaction. The
+  // server lock's session may have ended with it, so it is checked (and taken again) first.
   if (!(*lease).Ok()) {
+    HG_TRY(CheckLock());
     HG_TRY((*lease).Reset());
     HG_TRY(Configure(*lease));
   }
@@ -537,7 +593,23 @@ Result<void> PgStore::Write(const std::function<Result<void>(Conn&)>& fn) {
   auto lease = Acquire();
   HG_TRY(lease);
   Conn& db = **lease;
-  HG_TRY(db.Run("BEGIN"));
+  const int holder = lock_pid_.load();
+  if (holder == 0) {
+    HG_TRY(db.Run("BEGIN"));
+  } else {
+    // The fence of an exclusive store, in the BEGIN's round trip: the server lock's session must
+    // still hold the lock. If an operator ended that session, another server may take the
+    // database at any moment, so this one stops writing first.
+    auto held = db.ExecScript(
+        "BEGIN; SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = " +
+        std::to_string(holder));
+    HG_TRY(held);
+    if (held->Int64(0, 0) == 0) {
+      (void)db.Run("ROLLBACK");
+      HG_TRY(CheckLock());
+      HG_TRY(db.Run("BEGIN"));
+    }
+  }
   Result<void> r;
   try {
     r = fn(db);

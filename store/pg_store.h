@@ -8,6 +8,7 @@
 // thread does there (group commit).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -23,6 +24,11 @@ namespace hg::store {
 struct PgStoreOptions {
   // Connections kept open. The server's HTTP workers share them; a caller waits for a free one.
   int connections = 4;
+  // Hold PostgreSQL's session lock for Hourglass servers on one more connection for the store's
+  // lifetime, and refuse to open when another process holds it: two schedulers deciding over
+  // one database would start the same job twice. The server sets it; tools reading beside a
+  // running server do not.
+  bool exclusive = false;
 };
 
 class PgStore final : public Store {
@@ -66,7 +72,7 @@ class PgStore final : public Store {
 
  private:
   class Lease;
-  explicit PgStore(std::vector<std::unique_ptr<pg::Conn>> conns);
+  PgStore(std::vector<std::unique_ptr<pg::Conn>> conns, std::unique_ptr<pg::Conn> lock_conn);
   // A connection of the pool for the caller alone, usable (reconnected when the server went).
   Result<Lease> Acquire();
   void Release(std::unique_ptr<pg::Conn> c);
@@ -75,9 +81,21 @@ class PgStore final : public Store {
   template <class T>
   Result<T> Read(const std::function<Result<T>(pg::Conn&)>& fn);
 
+  // Checks that the server lock (PgStoreOptions::exclusive) is still this store's, taking it
+  // again on a new session when the old one went with a database restart. Refuses for good when
+  // another process took it meanwhile.
+  Result<void> CheckLock();
+  tl::unexpected<Error> LockLostError() const;
+
+  const std::string where_;  // the server, for errors
   std::mutex mu_;
   std::condition_variable free_cv_;
   std::vector<std::unique_ptr<pg::Conn>> free_;
+
+  std::mutex lock_mu_;
+  std::unique_ptr<pg::Conn> lock_conn_;  // null unless exclusive
+  std::atomic<bool> lock_lost_{false};
+  std::atomic<int> lock_pid_{0};  // the lock session's backend; 0: not exclusive, or lost
 };
 
 // OpenPgStore with options (store.h declares the plain one).

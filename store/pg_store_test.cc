@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -14,6 +15,13 @@
 
 namespace hg::store {
 namespace {
+
+// Opens the store as `hourglass server` does: holding the one-server lock.
+Result<std::unique_ptr<Store>> OpenAsServer(const PgTestServer& pg) {
+  PgStoreOptions server;
+  server.exclusive = true;
+  return OpenPgStore(pg.Conninfo(), server);
+}
 
 TEST(PgStore, AnUnreachableServerIsNamedWithTheReason) {
   auto s = OpenPgStore("host=/nonexistent-dir user=hourglass dbname=hg connect_timeout=2");
@@ -84,6 +92,82 @@ TEST(PgStore, TheStoreReconnectsAfterTheServerRestarts) {
     want.id = *before;
     return want;
   }());
+}
+
+// Two schedulers over one database would start the same job twice: a second server is refused
+// while the first runs, and welcome once it has gone. Tools that only read are not servers.
+TEST(PgStore, OneServerAtATime) {
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  auto first = OpenAsServer(pg);
+  ASSERT_TRUE(first) << first.error().ToString();
+  auto second = OpenAsServer(pg);
+  ASSERT_FALSE(second);
+  EXPECT_NE(second.error().reason.find("another hourglass server is using this database"),
+            std::string::npos)
+      << second.error().reason;
+  auto reader = OpenPgStore(pg.Conninfo());
+  ASSERT_TRUE(reader) << reader.error().ToString();
+  ASSERT_TRUE((*first)->InsertJob(FullJob()));
+  first->reset();
+  second = OpenAsServer(pg);
+  ASSERT_TRUE(second) << second.error().ToString();
+  ASSERT_TRUE((*second)->InsertJob(FullJob()));
+}
+
+// The lock's session ends (an operator terminates it) and another server takes the database:
+// the first one's next write is refused, and so is every later one, even once its connections
+// are fine again. Nothing it tried is written.
+TEST(PgStore, AServerThatLostTheLockStopsWriting) {
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  auto first = OpenAsServer(pg);
+  ASSERT_TRUE(first) << first.error().ToString();
+  ASSERT_TRUE((*first)->InsertJob(FullJob()));
+  auto admin = pg::Conn::Connect(pg.Conninfo());
+  ASSERT_TRUE(admin) << admin.error().ToString();
+  auto ended = admin->Exec(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND "
+      "granted AND objsubid = 1");
+  ASSERT_TRUE(ended) << ended.error().ToString();
+  ASSERT_EQ(ended->Int64(0, 0), 1);
+  // The session goes asynchronously; the lock is free once it has.
+  Result<std::unique_ptr<Store>> second = Fail("test", "not tried");
+  for (int i = 0; i < 200 && !second; ++i) {
+    second = OpenAsServer(pg);
+    if (!second) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(second) << second.error().ToString();
+
+  for (int i = 0; i < 3; ++i) {
+    auto refused = (*first)->InsertJob(FullJob());
+    ASSERT_FALSE(refused) << "write " << i << " went through";
+    EXPECT_NE(refused.error().reason.find("another hourglass server took this database"),
+              std::string::npos)
+        << refused.error().reason;
+  }
+  auto jobs = (*second)->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->size(), 1u);
+  ASSERT_TRUE((*second)->InsertJob(FullJob()));
+}
+
+// A database restart ends every session, the lock's too: with nobody else waiting for it, the
+// server takes it again and goes on writing.
+TEST(PgStore, AServerTakesItsLockBackAfterTheDatabaseRestarts) {
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  auto s = OpenAsServer(pg);
+  ASSERT_TRUE(s) << s.error().ToString();
+  ASSERT_TRUE((*s)->InsertJob(FullJob()));
+  pg.Stop(/*immediate=*/true);
+  ASSERT_TRUE(pg.Start());
+  Result<int64_t> after = Fail("test", "not tried");
+  for (int i = 0; i < 8 && !after; ++i) after = (*s)->InsertJob(FullJob());
+  ASSERT_TRUE(after) << after.error().ToString();
+  // It holds the lock again: another server is refused.
+  auto other = OpenAsServer(pg);
+  ASSERT_FALSE(other);
 }
 
 TEST(PgMigrations, FromEmptyAndReopenIsIdempotent) {

@@ -73,6 +73,12 @@ class PgTestServer {
     return "host=" + dir_ + " user=hourglass dbname=" + db;
   }
 
+  // A new, empty database in the cluster (for a test that needs more than one).
+  bool CreateDatabase(const std::string& name) const {
+    return Run(std::string(HG_PG_BINDIR) + "/createdb -h " + dir_ + " -U hourglass " + name +
+               " > /dev/null 2>&1");
+  }
+
   // Stops the server at once (no shutdown checkpoint: as after a crash) or cleanly.
   void Stop(bool immediate = true) {
     if (!running_) return;

@@ -1,15 +1,20 @@
 // Issue 3, done-when item 6: repeated SIGKILL of the server during a stream of submissions from
 // several clients loses no acknowledged job and duplicates none; running work survives.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "store/pg_test_server.h"
 #include "tests/e2e/cluster.h"
 
 namespace hg::e2e {
@@ -17,8 +22,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(E2eCrash, RepeatedKillNineDuringSubmissionsLosesNothingAcknowledged) {
-  Cluster c;
+// server_args: where the server keeps its state (nothing: SQLite in its data folder).
+void KillNineDuringSubmissions(const std::vector<std::string>& server_args) {
+  Cluster c(200, 3, server_args);
   const std::string alice = c.AddPrincipal("alice", "user");
   c.AddBudget("lab", "", 1, Json{{"members", {"alice"}}});
   c.AddAgent(Node("n1", 2));
@@ -85,6 +91,35 @@ TEST(E2eCrash, RepeatedKillNineDuringSubmissionsLosesNothingAcknowledged) {
   EXPECT_EQ(c.Job(holder)["state"], "running") << c.Job(holder).dump();
   std::fprintf(stderr, "e2e crash: %zu acknowledged submissions survived 5 SIGKILLs\n",
                acked.size());
+}
+
+TEST(E2eCrash, RepeatedKillNineDuringSubmissionsLosesNothingAcknowledged) {
+  KillNineDuringSubmissions({});
+}
+
+// The same with the state in PostgreSQL (a real server of the test's own): and a second
+// hourglass server pointed at that database while the first runs is refused, before it binds a
+// port or touches the state.
+TEST(E2eCrash, OnPostgresqlNothingAcknowledgedIsLostAndOneServerRunsAtATime) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  {
+    Cluster c(200, 3, {"--database", pg.Conninfo()});
+    const std::string out = c.dir() + "/second.out";
+    const std::string cmd = std::string(HOURGLASS_BIN) + " server --data " + c.dir() +
+                            "/second --listen 127.0.0.1:0 --database '" + pg.Conninfo() + "' > " +
+                            out + " 2>&1";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 2);
+    std::ifstream in(out);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("another hourglass server is using this database"), std::string::npos)
+        << text.str();
+  }
+  ASSERT_TRUE(pg.CreateDatabase("crash"));
+  KillNineDuringSubmissions({"--database", pg.Conninfo("crash")});
 }
 
 }  // namespace
