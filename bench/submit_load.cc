@@ -1,12 +1,13 @@
 // Durable submissions per second against a real `hourglass server` process on loopback, with 1, 8
 // and 64 concurrent clients (issue 3, item 9). Each client is a thread with its own connection
 // that submits jobs back to back; a submission counts when the server answered 201, which it does
-// only after the job is committed to SQLite. The baseline, measured in the same run at the same
+// only after the job is committed to its store. The baseline, measured in the same run at the same
 // concurrency, is GET /healthz: the cost of an HTTP round trip with no store work, so the ratio
-// says what durability and validation cost.
+// says what durability and validation cost. With `--stores sqlite,postgresql` the server runs
+// once per store (PostgreSQL: a server of the bench's own, as in the tests), one after the other.
 //
-//   build/release/bench/submit_load [--seconds 5] [--clients 1,8,64] [--bin
-//   build/release/cmd/hourglass]
+//   build/release/bench/submit_load [--seconds 5] [--clients 1,8,64] [--stores sqlite]
+//   [--bin build/release/cmd/hourglass]
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -25,6 +26,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "store/pg_test_server.h"
 
 namespace {
 
@@ -92,43 +95,43 @@ Run Load(int port, const std::string& token, int clients, double seconds, bool s
   return r;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  double seconds = 5;
-  std::vector<int> clients{1, 8, 64};
-  std::string bin = HOURGLASS_BIN;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--seconds") {
-      seconds = std::stod(v);
-    } else if (a == "--bin") {
-      bin = v;
-    } else if (a == "--clients") {
-      clients.clear();
-      std::stringstream ss(v);
-      for (std::string x; std::getline(ss, x, ',');) clients.push_back(std::stoi(x));
-    } else {
-      std::fprintf(stderr, "submit_load: unknown option %s\n", a.c_str());
-      return 2;
+// Starts a server on `store`, loads it, stops it. Returns 0 when it ran.
+int Bench(const std::string& bin, const std::string& store, const std::vector<int>& clients,
+          double seconds) {
+  namespace fs = std::filesystem;
+  std::unique_ptr<hg::store::PgTestServer> pg;
+  if (store == "postgresql") {
+    pg = std::make_unique<hg::store::PgTestServer>();
+    if (!pg->error().empty()) {
+      std::fprintf(stderr, "submit_load: cannot start PostgreSQL: %s\n", pg->error().c_str());
+      return 1;
     }
   }
-  namespace fs = std::filesystem;
   std::string dir = (fs::temp_directory_path() / "hg-submit-XXXXXX").string();
   if (!mkdtemp(dir.data())) return 1;
+  const std::string port_file = dir + "/port";
+  std::vector<std::string> args{
+      bin,           "server",  "--data",         dir,    "--listen", "127.0.0.1:0",
+      "--port-file", port_file, "--lost-after-s", "86400"};
+  if (pg) {
+    args.push_back("--database");
+    args.push_back(pg->Conninfo());
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t server = fork();
   if (server == 0) {
     const int fd = open((dir + "/server.log").c_str(), O_WRONLY | O_CREAT, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
-    execl(bin.c_str(), bin.c_str(), "server", "--data", dir.c_str(), "--listen", "127.0.0.1:0",
-          "--port-file", (dir + "/port").c_str(), "--lost-after-s", "86400", nullptr);
+    execv(bin.c_str(), argv.data());
     _exit(127);
   }
   int port = 0;
   for (int i = 0; i < 400 && port == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::string p = ReadFile(dir + "/port");
+    const std::string p = ReadFile(port_file);
     if (!p.empty() && p.back() == '\n') port = std::stoi(p);
   }
   std::string token = ReadFile(dir + "/admin.token");
@@ -150,13 +153,11 @@ int main(int argc, char** argv) {
     cli.Post("/v1/agents/register", {{"Authorization", "Bearer " + agent_token}},
              R"({"node":"bench-node","gpus":8,"labels":{"block":"b0"},"running":[]})",
              "application/json");
-    std::printf("%-8s %14s %10s %10s %16s %8s\n", "clients", "submissions/s", "p50 ms", "p99 ms",
-                "healthz/s (base)", "ratio");
     for (int c : clients) {
       const Run base = Load(port, token, c, seconds / 2, /*submit=*/false);
       const Run sub = Load(port, token, c, seconds, /*submit=*/true);
-      std::printf("%-8d %14.0f %10.2f %10.2f %16.0f %8.3f%s\n", c, sub.per_s, sub.p50_ms,
-                  sub.p99_ms, base.per_s, base.per_s > 0 ? sub.per_s / base.per_s : 0.0,
+      std::printf("%-11s %-8d %14.0f %10.2f %10.2f %16.0f %8.3f%s\n", store.c_str(), c, sub.per_s,
+                  sub.p50_ms, sub.p99_ms, base.per_s, base.per_s > 0 ? sub.per_s / base.per_s : 0.0,
                   sub.errors || base.errors ? "  (errors seen)" : "");
       std::fflush(stdout);
     }
@@ -166,5 +167,45 @@ int main(int argc, char** argv) {
   waitpid(server, &status, 0);
   std::error_code ec;
   fs::remove_all(dir, ec);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 5;
+  std::vector<int> clients{1, 8, 64};
+  std::vector<std::string> stores{"sqlite"};
+  std::string bin = HOURGLASS_BIN;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--seconds") {
+      seconds = std::stod(v);
+    } else if (a == "--bin") {
+      bin = v;
+    } else if (a == "--clients") {
+      clients.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) clients.push_back(std::stoi(x));
+    } else if (a == "--stores") {
+      stores.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) {
+        if (x != "sqlite" && x != "postgresql") {
+          std::fprintf(stderr, "submit_load: --stores: '%s' is not sqlite or postgresql\n",
+                       x.c_str());
+          return 2;
+        }
+        stores.push_back(x);
+      }
+    } else {
+      std::fprintf(stderr, "submit_load: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::printf("%-11s %-8s %14s %10s %10s %16s %8s\n", "store", "clients", "submissions/s", "p50 ms",
+              "p99 ms", "healthz/s (base)", "ratio");
+  int rc = 0;
+  for (const std::string& store : stores) rc |= Bench(bin, store, clients, seconds);
   return rc;
 }

@@ -120,9 +120,16 @@ Result<Rows> Conn::Exec(std::string_view sql, const std::vector<Param>& params) 
     }
     values.push_back(t ? t->c_str() : nullptr);
   }
-  const std::string text(sql);
-  PGresult* r = PQexecParams(conn_.get(), text.c_str(), static_cast<int>(values.size()), nullptr,
-                             values.data(), nullptr, nullptr, 0);
+  auto it = prepared_.find(sql);
+  if (it == prepared_.end()) {
+    std::string name = "s" + std::to_string(prepared_.size());
+    const std::string text(sql);
+    auto made = Check(PQprepare(conn_.get(), name.c_str(), text.c_str(), 0, nullptr), sql);
+    if (!made) return made;
+    it = prepared_.emplace(text, std::move(name)).first;
+  }
+  PGresult* r = PQexecPrepared(conn_.get(), it->second.c_str(), static_cast<int>(values.size()),
+                               values.data(), nullptr, nullptr, 0);
   return Check(r, sql);
 }
 
@@ -142,6 +149,7 @@ Result<Rows> Conn::ExecScript(std::string_view sql) {
 }
 
 Result<void> Conn::Reset() {
+  prepared_.clear();  // they lived in the session that ended
   PQreset(conn_.get());
   if (!Ok()) return Fail(where_, "connection lost: " + Trim(PQerrorMessage(conn_.get())));
   return {};

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,7 +75,8 @@ class Conn {
   Conn& operator=(Conn&&) noexcept = default;
   ~Conn() = default;
 
-  // Runs one statement with $1.. parameters and returns its rows.
+  // Runs one statement with $1.. parameters and returns its rows. The statement is prepared on
+  // its first use on this connection and reused after.
   Result<Rows> Exec(std::string_view sql, std::initializer_list<Param> params = {});
   Result<Rows> Exec(std::string_view sql, const std::vector<Param>& params);
   // Exec without the rows.
@@ -88,8 +90,9 @@ class Conn {
   Result<void> Reset();
   // True while a transaction is open (or failed and not yet rolled back).
   bool InTransaction() const;
-  // The server process serving this session (pg_locks.pid of the locks it holds).
-  int BackendPid() const { return PQbackendPID(conn_.get()); }
+  // True when a statement of the open transaction failed: the server refuses every other until
+  // ROLLBACK (or ROLLBACK TO a savepoint).
+  bool Failed() const { return PQtransactionStatus(conn_.get()) == PQTRANS_INERROR; }
   // "PostgreSQL at <host>:<port>/<db>": names the server in errors, without the password.
   const std::string& where() const { return where_; }
 
@@ -103,6 +106,9 @@ class Conn {
 
   std::unique_ptr<PGconn, Finish> conn_;
   std::string where_;
+  // Statements prepared on this session, by SQL text: parsing and planning a 29-column INSERT
+  // costs the server more than running it. A new session (Reset) starts without any.
+  std::map<std::string, std::string, std::less<>> prepared_;
 };
 
 }  // namespace hg::store::pg

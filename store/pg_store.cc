@@ -386,7 +386,9 @@ Result<void> InSavepoint(Conn& db, const std::function<Result<void>()>& body) {
   return r;
 }
 
-// The Store handed to Transaction bodies: every call runs on the transaction's connection.
+// The Store handed to Transaction bodies: every call runs on the transaction's connection. A
+// failed statement aborts PostgreSQL's transaction, so a body must return the first error it gets
+// (store.h); one that does not is caught before COMMIT (Write).
 class TxStore final : public Store {
  public:
   explicit TxStore(Conn& db) : db_(db) {}
@@ -399,58 +401,33 @@ class TxStore final : public Store {
   }
   Result<std::vector<BudgetRecord>> Budgets() override { return BudgetsOn(db_); }
   Result<void> PutBudget(const BudgetRecord& b, const std::vector<AuditRecord>& audit) override {
-    return InSavepoint(db_, [&] { return PutBudgetOn(db_, b, audit); });
+    return PutBudgetOn(db_, b, audit);
   }
   Result<void> DeleteBudget(const std::string& name, const AuditRecord& audit) override {
-    return InSavepoint(db_, [&] { return DeleteBudgetOn(db_, name, audit); });
+    return DeleteBudgetOn(db_, name, audit);
   }
   Result<std::vector<AuditRecord>> Audit(const std::string& budget) override {
     return AuditOn(db_, budget);
   }
-  // Single statements: a failing one must not abort the body's transaction either, since the
-  // body may go on after an error it handles.
-  Result<int64_t> InsertJob(const JobRecord& j) override {
-    int64_t id = 0;
-    auto ok = InSavepoint(db_, [&]() -> Result<void> {
-      auto r = InsertJobOn(db_, j);
-      HG_TRY(r);
-      id = *r;
-      return {};
-    });
-    HG_TRY(ok);
-    return id;
-  }
-  Result<void> UpdateJob(const JobRecord& j) override {
-    return InSavepoint(db_, [&] { return UpdateJobOn(db_, j); });
-  }
-  Result<void> SetActivity(int64_t job, int64_t at) override {
-    return InSavepoint(db_, [&] { return SetActivityOn(db_, job, at); });
-  }
+  Result<int64_t> InsertJob(const JobRecord& j) override { return InsertJobOn(db_, j); }
+  Result<void> UpdateJob(const JobRecord& j) override { return UpdateJobOn(db_, j); }
+  Result<void> SetActivity(int64_t job, int64_t at) override { return SetActivityOn(db_, job, at); }
   Result<std::vector<JobRecord>> Jobs() override { return JobsOn(db_); }
   Result<std::optional<JobRecord>> Job(int64_t id) override { return JobOn(db_, id); }
-  Result<void> AddJobEvent(const JobEventRecord& e) override {
-    return InSavepoint(db_, [&] { return AddJobEventOn(db_, e); });
-  }
+  Result<void> AddJobEvent(const JobEventRecord& e) override { return AddJobEventOn(db_, e); }
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override {
     return JobEventsOn(db_, job);
   }
-  Result<void> PutRun(const RunRecord& r) override {
-    return InSavepoint(db_, [&] { return PutRunOn(db_, r); });
-  }
+  Result<void> PutRun(const RunRecord& r) override { return PutRunOn(db_, r); }
   Result<std::vector<RunRecord>> RunsSince(int64_t t) override { return RunsSinceOn(db_, t); }
-  Result<void> AddRecentStop(const RecentStopRecord& r) override {
-    return InSavepoint(db_, [&] { return AddRecentStopOn(db_, r); });
-  }
+  Result<void> AddRecentStop(const RecentStopRecord& r) override { return AddRecentStopOn(db_, r); }
   Result<std::vector<RecentStopRecord>> RecentStopsSince(int64_t t) override {
     return RecentStopsSinceOn(db_, t);
   }
-  Result<void> PruneRecentStops(int64_t before) override {
-    return InSavepoint(db_, [&] { return PruneRecentStopsOn(db_, before); });
-  }
-  Result<void> PutNode(const NodeRecord& n) override {
-    return InSavepoint(db_, [&] { return PutNodeOn(db_, n); });
-  }
+  Result<void> PruneRecentStops(int64_t before) override { return PruneRecentStopsOn(db_, before); }
+  Result<void> PutNode(const NodeRecord& n) override { return PutNodeOn(db_, n); }
   Result<std::vector<NodeRecord>> Nodes() override { return NodesOn(db_); }
+  // The one place a body may go on after a failure: a nested transaction is a savepoint.
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override {
     return InSavepoint(db_, [&] { return body(*this); });
   }
@@ -459,13 +436,40 @@ class TxStore final : public Store {
   Conn& db_;
 };
 
-// The session-level advisory lock a running server holds (PgStoreOptions::exclusive).
+// One server per database (PgStoreOptions::exclusive) takes two parts. A session-level advisory
+// lock, held by a connection of its own for the server's life, keeps a second server from
+// starting beside a running one. But the lock goes with its session (an operator may end it, a
+// network cut may), and then a second server can start while the first still runs. So taking
+// the lock also bumps a counter, the epoch, and every write transaction of the server first
+// reads the epoch FOR SHARE: a server whose epoch was bumped by another stops writing, and a
+// bump waits for the transactions in flight, so no write of the old server lands after the new
+// one has taken over.
 constexpr int64_t kServerLock = 0x686773657276;  // "hgserv"
 
 Result<bool> TryServerLock(Conn& db) {
   auto got = db.Exec("SELECT pg_try_advisory_lock($1)", {kServerLock});
   HG_TRY(got);
   return got->Bool(0, 0);
+}
+
+// The epoch's table is bookkeeping of the servers, not state: it is created by the first server
+// that needs it (under the lock) rather than by a schema step.
+Result<int64_t> BumpEpoch(Conn& db) {
+  HG_TRY(db.ExecScript(
+      "CREATE TABLE IF NOT EXISTS server_epoch (epoch BIGINT NOT NULL);"
+      "INSERT INTO server_epoch SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM server_epoch);"));
+  // FOR UPDATE, which waits for every FOR KEY SHARE of the writes in flight (a plain UPDATE of
+  // a table without a key would not).
+  auto e = db.ExecScript(
+      "BEGIN; SELECT epoch FROM server_epoch FOR UPDATE; "
+      "UPDATE server_epoch SET epoch = epoch + 1 RETURNING epoch");
+  if (!e) {
+    (void)db.Run("ROLLBACK");
+    return tl::unexpected(e.error());
+  }
+  const int64_t epoch = e->Int64(0, 0);
+  HG_TRY(db.Run("COMMIT"));
+  return epoch;
 }
 
 // Settings every connection gets.
@@ -512,6 +516,7 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo,
                   "another hourglass server is using this database (it holds the server lock); "
                   "stop it first, or point this one at another database");
     }
+    HG_TRY(Configure(*c));
     lock_conn = std::make_unique<Conn>(std::move(*c));
   }
   std::vector<std::unique_ptr<Conn>> conns;
@@ -522,13 +527,21 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo,
     if (i == 0) HG_TRY(PgMigrate(*c));
     conns.push_back(std::make_unique<Conn>(std::move(*c)));
   }
-  return std::unique_ptr<PgStore>(new PgStore(std::move(conns), std::move(lock_conn)));
+  int64_t epoch = 0;
+  if (lock_conn) {
+    auto e = BumpEpoch(*lock_conn);
+    HG_TRY(e);
+    epoch = *e;
+  }
+  return std::unique_ptr<PgStore>(new PgStore(std::move(conns), std::move(lock_conn), epoch));
 }
 
-PgStore::PgStore(std::vector<std::unique_ptr<Conn>> conns, std::unique_ptr<Conn> lock_conn)
-    : where_(conns.front()->where()), free_(std::move(conns)), lock_conn_(std::move(lock_conn)) {
-  if (lock_conn_) lock_pid_ = lock_conn_->BackendPid();
-}
+PgStore::PgStore(std::vector<std::unique_ptr<Conn>> conns, std::unique_ptr<Conn> lock_conn,
+                 int64_t epoch)
+    : where_(conns.front()->where()),
+      free_(std::move(conns)),
+      lock_conn_(std::move(lock_conn)),
+      epoch_(epoch) {}
 
 tl::unexpected<Error> PgStore::LockLostError() const {
   return Fail(where_,
@@ -540,21 +553,19 @@ Result<void> PgStore::CheckLock() {
   std::lock_guard lock(lock_mu_);
   if (!lock_conn_) return {};
   if (lock_lost_) return LockLostError();
-  // A session lock lives as long as its session: while the lock's session answers and still
-  // holds it, it is this store's.
-  auto held = lock_conn_->Exec(
-      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
-      "granted AND pid = pg_backend_pid()");
-  if (held && held->Int64(0, 0) > 0) return {};
-  if (!lock_conn_->Ok()) HG_TRY(lock_conn_->Reset());
-  auto got = TryServerLock(*lock_conn_);
-  HG_TRY(got);
-  if (!*got) {
-    lock_lost_ = true;
-    lock_pid_ = 0;
-    return LockLostError();
+  if (!lock_conn_->Run("SELECT 1")) {
+    // The lock's session is gone (the database restarted): take the lock again on a new one.
+    // Whether another server came meanwhile, the epoch says (Write); here it only matters that
+    // no second server can start from now on.
+    HG_TRY(lock_conn_->Reset());
+    HG_TRY(Configure(*lock_conn_));
+    auto got = TryServerLock(*lock_conn_);
+    HG_TRY(got);
+    if (!*got) {
+      lock_lost_ = true;
+      return LockLostError();
+    }
   }
-  lock_pid_ = lock_conn_->BackendPid();
   return {};
 }
 
@@ -593,21 +604,16 @@ Result<void> PgStore::Write(const std::function<Result<void>(Conn&)>& fn) {
   auto lease = Acquire();
   HG_TRY(lease);
   Conn& db = **lease;
-  const int holder = lock_pid_.load();
-  if (holder == 0) {
+  if (epoch_ == 0) {
     HG_TRY(db.Run("BEGIN"));
   } else {
-    // The fence of an exclusive store, in the BEGIN's round trip: the server lock's session must
-    // still hold the lock. If an operator ended that session, another server may take the
-    // database at any moment, so this one stops writing first.
-    auto held = db.ExecScript(
-        "BEGIN; SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = " +
-        std::to_string(holder));
-    HG_TRY(held);
-    if (held->Int64(0, 0) == 0) {
+    // The fence (see kServerLock), in the BEGIN's round trip.
+    auto epoch = db.ExecScript("BEGIN; SELECT epoch FROM server_epoch FOR KEY SHARE");
+    HG_TRY(epoch);
+    if (epoch->size() != 1 || epoch->Int64(0, 0) != epoch_) {
       (void)db.Run("ROLLBACK");
-      HG_TRY(CheckLock());
-      HG_TRY(db.Run("BEGIN"));
+      lock_lost_ = true;
+      return LockLostError();
     }
   }
   Result<void> r;
@@ -619,6 +625,13 @@ Result<void> PgStore::Write(const std::function<Result<void>(Conn&)>& fn) {
   if (!r) {
     (void)db.Run("ROLLBACK");
     return r;
+  }
+  if (db.Failed()) {
+    // COMMIT would answer with a silent ROLLBACK; the body must not be told it succeeded.
+    (void)db.Run("ROLLBACK");
+    return Fail("store",
+                "a write in the transaction failed and the transaction body went on "
+                "as if it had not; nothing was written");
   }
   // Acknowledged only when COMMIT has returned: the change is in PostgreSQL's WAL on disk.
   auto ok = db.Run("COMMIT");

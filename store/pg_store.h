@@ -72,7 +72,8 @@ class PgStore final : public Store {
 
  private:
   class Lease;
-  PgStore(std::vector<std::unique_ptr<pg::Conn>> conns, std::unique_ptr<pg::Conn> lock_conn);
+  PgStore(std::vector<std::unique_ptr<pg::Conn>> conns, std::unique_ptr<pg::Conn> lock_conn,
+          int64_t epoch);
   // A connection of the pool for the caller alone, usable (reconnected when the server went).
   Result<Lease> Acquire();
   void Release(std::unique_ptr<pg::Conn> c);
@@ -81,9 +82,8 @@ class PgStore final : public Store {
   template <class T>
   Result<T> Read(const std::function<Result<T>(pg::Conn&)>& fn);
 
-  // Checks that the server lock (PgStoreOptions::exclusive) is still this store's, taking it
-  // again on a new session when the old one went with a database restart. Refuses for good when
-  // another process took it meanwhile.
+  // Takes the server lock (PgStoreOptions::exclusive) again on a new session when the old one
+  // went with a database restart. Refuses for good when another process took it meanwhile.
   Result<void> CheckLock();
   tl::unexpected<Error> LockLostError() const;
 
@@ -95,7 +95,7 @@ class PgStore final : public Store {
   std::mutex lock_mu_;
   std::unique_ptr<pg::Conn> lock_conn_;  // null unless exclusive
   std::atomic<bool> lock_lost_{false};
-  std::atomic<int> lock_pid_{0};  // the lock session's backend; 0: not exclusive, or lost
+  const int64_t epoch_;  // this server's (pg_store.cc, kServerLock); 0: not exclusive
 };
 
 // OpenPgStore with options (store.h declares the plain one).

@@ -94,6 +94,27 @@ TEST(PgStore, TheStoreReconnectsAfterTheServerRestarts) {
   }());
 }
 
+// A body that swallows the error of one of its writes is not told it succeeded: PostgreSQL has
+// already aborted the transaction, and nothing of it is written.
+TEST(PgStore, ABodyThatIgnoresAFailedWriteIsNotCommitted) {
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  auto s = OpenPgStore(pg.Conninfo());
+  ASSERT_TRUE(s) << s.error().ToString();
+  auto r = (*s)->Transaction([](Store& tx) -> Result<void> {
+    if (auto id = tx.InsertJob(FullJob()); !id) return tl::unexpected(id.error());
+    (void)tx.AddJobEvent({424242, 1, "started", ""});  // no such job: fails, error dropped
+    return {};
+  });
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().reason.find("nothing was written"), std::string::npos) << r.error().reason;
+  auto jobs = (*s)->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_TRUE(jobs->empty());
+  // The connection is fine for the next write.
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE((*s)->InsertJob(FullJob()));
+}
+
 // Two schedulers over one database would start the same job twice: a second server is refused
 // while the first runs, and welcome once it has gone. Tools that only read are not servers.
 TEST(PgStore, OneServerAtATime) {

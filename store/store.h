@@ -172,8 +172,10 @@ class Store {
   virtual Result<std::vector<NodeRecord>> Nodes() = 0;
 
   // Several changes committed together (all or none), e.g. a job's state with its event and run.
-  // The function runs with this store's write lock held and must only call the Put*/Update*/Add*
-  // methods of the store it is given.
+  // The function runs inside the transaction (with the SQLite store's writer to itself; beside
+  // other writers on PostgreSQL) and must only call the methods of the store it is given. It
+  // returns the first error those give it (a failed statement ends a PostgreSQL transaction); a
+  // part it may let fail and go on goes in a nested Transaction, which is undone alone.
   virtual Result<void> Transaction(const std::function<Result<void>(Store&)>& body) = 0;
 };
 
