@@ -1,5 +1,6 @@
-// For server/*_test.cc that drive State in process: a real SQLite store in a fresh temp dir, a
-// clock the test moves, one node "n1" and an agent the test beats by hand.
+// For server/*_test.cc that drive State in process: a real store (SQLite in a fresh temp dir;
+// PostgreSQL when HOURGLASS_TEST_STORE=postgresql, see test_store.h), a clock the test moves, one
+// node "n1" and an agent the test beats by hand.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include "server/requests.h"
 #include "server/state.h"
 #include "server/test_clock.h"
+#include "server/test_store.h"
 #include "store/sqlite_store.h"
 #include "store/test_dir.h"
 
@@ -29,7 +31,12 @@ class Loop {
   explicit Loop(int gpus, int64_t timer_ms = 0, int64_t lost_after_s = 86400, double share_a = 1.0,
                 int64_t max_gap_ms = 0, const std::function<void(StateOptions&)>& tweak = {})
       : clock_(int64_t{1000000} * 1000), gpus_(gpus) {
-    auto st = store::OpenSqliteStore(dir_.path() + "/hourglass.db");
+    if (TestOnPostgresql()) {
+      pg_ = std::make_unique<store::PgTestServer>();
+      EXPECT_EQ(pg_->error(), "");
+    }
+    auto st = pg_ ? store::OpenPgStore(pg_->Conninfo())
+                  : store::OpenSqliteStore(dir_.path() + "/hourglass.db");
     EXPECT_TRUE(st) << st.error().ToString();
     store_ = std::move(*st);
     opt_.lost_after_s = lost_after_s;  // by default long: the test beats only when it needs to
@@ -114,6 +121,7 @@ class Loop {
   }
 
   store::TestDir dir_;
+  std::unique_ptr<store::PgTestServer> pg_;  // before store_: it outlives the store
   ManualClock clock_;
   int gpus_;
   StateOptions opt_;

@@ -1,5 +1,6 @@
-// For server/*_test.cc: an in-process Server on 127.0.0.1 (port 0) over a real SQLite store in a
-// fresh temp dir, JSON calls over real HTTP, and a fake agent that speaks the agent protocol.
+// For server/*_test.cc: an in-process Server on 127.0.0.1 (port 0) over a real store (SQLite in a
+// fresh temp dir; PostgreSQL when HOURGLASS_TEST_STORE=postgresql, see test_store.h), JSON calls
+// over real HTTP, and a fake agent that speaks the agent protocol.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 
 #include "server/clock.h"
 #include "server/server.h"
+#include "server/test_store.h"
 #include "store/test_dir.h"
 
 namespace hg::server::testing {
@@ -42,6 +44,11 @@ class Harness {
  public:
   explicit Harness(ServerOptions o = {}) : opt_(std::move(o)) {
     opt_.data_dir = dir_.path();
+    if (TestOnPostgresql()) {
+      pg_ = std::make_unique<store::PgTestServer>();
+      EXPECT_EQ(pg_->error(), "");
+      opt_.database = pg_->Conninfo();
+    }
     opt_.port = 0;
     // A fast loop, so tests wait milliseconds for each decision rather than the deployed tick.
     if (opt_.interval_ms == ServerOptions{}.interval_ms) opt_.interval_ms = 50;
@@ -94,6 +101,7 @@ class Harness {
 
  private:
   store::TestDir dir_;
+  std::unique_ptr<store::PgTestServer> pg_;  // before server_: it outlives the server's store
   ServerOptions opt_;
   std::unique_ptr<Server> server_;
   std::string admin_;
