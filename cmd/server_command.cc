@@ -2,11 +2,13 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 
 #include "cmd/policy_flags.h"
 #include "server/server.h"
@@ -69,7 +71,18 @@ int Run(const Args& a) {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  // SIGUSR1: the store was taken by another server (on_fenced below).
+  sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  auto fenced = std::make_shared<std::string>();
+  auto fenced_mu = std::make_shared<std::mutex>();
+  o.on_fenced = [fenced, fenced_mu](const Error& e) {
+    {
+      std::lock_guard lock(*fenced_mu);
+      *fenced = e.ToString();
+    }
+    kill(getpid(), SIGUSR1);
+  };
   server::Server srv(o);
   if (auto ok = srv.Start(); !ok) return Fail(ok.error().ToString());
   if (!srv.NewAdminToken().empty())
@@ -93,6 +106,16 @@ int Run(const Args& a) {
   }
   int sig = 0;
   sigwait(&set, &sig);
+  if (sig == SIGUSR1) {
+    std::string why;
+    {
+      std::lock_guard lock(*fenced_mu);
+      why = *fenced;
+    }
+    std::fprintf(stderr, "hourglass server: %s; stopping\n", why.c_str());
+    srv.Stop();
+    return 3;
+  }
   std::printf("hourglass server: signal %d, shutting down\n", sig);
   std::fflush(stdout);
   srv.Stop();

@@ -72,11 +72,20 @@ Result<void> Server::Start() {
     if (auto ok = WriteSecret(AdminTokenFile(), new_admin_token_); !ok) return ok;
   }
   State* state_ptr = state_.get();
-  scheduler_ = std::make_unique<Scheduler>(clock_, opt_.interval_ms, [state_ptr]() -> Result<void> {
-    auto ran = state_ptr->Tick();
-    if (!ran) return tl::unexpected(ran.error());
-    return {};
-  });
+  store::Store* store_ptr = store_.get();
+  auto on_fenced = opt_.on_fenced;
+  scheduler_ = std::make_unique<Scheduler>(
+      clock_, opt_.interval_ms,
+      [state_ptr, store_ptr, on_fenced, told = false]() mutable -> Result<void> {
+        auto ran = state_ptr->Tick();
+        // A server that lost its database to another decides nothing more: the other one does.
+        if (auto fenced = store_ptr->Fenced(); fenced && !told) {
+          told = true;
+          if (on_fenced) on_fenced(*fenced);
+        }
+        if (!ran) return tl::unexpected(ran.error());
+        return {};
+      });
 
   http_ = std::make_unique<httplib::Server>();
   const int threads = opt_.threads;

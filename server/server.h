@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +38,9 @@ struct ServerOptions {
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
   int threads = 96;  // HTTP worker pool: 64 concurrent clients plus agents
+  // Called once, from the scheduling thread, when the store has been taken by another server
+  // (store::Store::Fenced): this one must stop. `hourglass server` exits with status 3.
+  std::function<void(const Error&)> on_fenced;
   // Imported on first start only (when the store holds no budgets).
   std::vector<BudgetSpec> budgets;
 };

@@ -549,6 +549,20 @@ tl::unexpected<Error> PgStore::LockLostError() const {
               "server no longer reads or writes it (restart it once the other has stopped)");
 }
 
+std::optional<Error> PgStore::Fenced() {
+  if (epoch_ != 0 && !lock_lost_) {
+    // An idle server writes nothing that would find out: ask. A failed read (the database is
+    // away) says nothing either way.
+    auto lease = Acquire();
+    if (lease) {
+      auto epoch = (**lease).Exec("SELECT epoch FROM server_epoch");
+      if (epoch && (epoch->size() != 1 || epoch->Int64(0, 0) != epoch_)) lock_lost_ = true;
+    }
+  }
+  if (!lock_lost_) return std::nullopt;
+  return LockLostError().value();
+}
+
 Result<void> PgStore::CheckLock() {
   std::lock_guard lock(lock_mu_);
   if (!lock_conn_) return {};

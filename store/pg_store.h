@@ -69,6 +69,8 @@ class PgStore final : public Store {
   Result<std::vector<NodeRecord>> Nodes() override;
 
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override;
+  // Reads the epoch (one query) when this store has not yet seen another server take over.
+  std::optional<Error> Fenced() override;
 
  private:
   class Lease;

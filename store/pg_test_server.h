@@ -79,6 +79,13 @@ class PgTestServer {
                " > /dev/null 2>&1");
   }
 
+  // Runs one SQL statement with psql, as an operator would; returns whether it succeeded.
+  bool Sql(const std::string& statement) const {
+    return Run(std::string(HG_PG_BINDIR) + "/psql -h " + dir_ +
+               " -U hourglass -d postgres -v ON_ERROR_STOP=1 -q -c \"" + statement +
+               "\" > /dev/null 2>&1");
+  }
+
   // Stops the server at once (no shutdown checkpoint: as after a crash) or cleanly.
   void Stop(bool immediate = true) {
     if (!running_) return;

@@ -171,6 +171,10 @@ class Store {
   virtual Result<void> PutNode(const NodeRecord& n) = 0;
   virtual Result<std::vector<NodeRecord>> Nodes() = 0;
 
+  // Set once the store refuses every read and write for good: another server took the database
+  // (PgStoreOptions::exclusive). The server asks on every tick and stops when it is set.
+  virtual std::optional<Error> Fenced() { return std::nullopt; }
+
   // Several changes committed together (all or none), e.g. a job's state with its event and run.
   // The function runs inside the transaction (with the SQLite store's writer to itself; beside
   // other writers on PostgreSQL) and must only call the methods of the store it is given. It

@@ -29,6 +29,8 @@ class Process {
 
   pid_t pid() const { return pid_; }
   bool running();
+  // The wait status once running() has seen the process end.
+  int status() const { return status_; }
   void Signal(int sig);
   // SIGTERM, then SIGKILL after `grace`; returns the wait status.
   int Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(3000));
@@ -92,6 +94,7 @@ class Cluster {
   void StartServer();
   void StopServer();
   std::string ServerOutput() const;
+  Process& ServerProcess() { return *server_; }
 
   // Starts an agent (registering with an agent token the cluster creates once) and waits until
   // its node is listed `ready`.

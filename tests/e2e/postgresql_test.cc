@@ -1,0 +1,63 @@
+// The server on PostgreSQL, as an operator meets it: one server per database, and a server whose
+// database another has taken stops by itself.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/wait.h>
+
+#include <string>
+
+#include "store/pg_test_server.h"
+#include "tests/e2e/cluster.h"
+
+namespace hg::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The first server's lock session is ended (as by an operator, or a network cut), a second server
+// starts on the database: the first refuses changes from then on and exits with status 3 within a
+// few ticks, even though nothing asked it to write; the second serves with the same tokens.
+TEST(E2ePostgresql, AServerWhoseDatabaseAnotherTookStopsWithStatusThree) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  Cluster c(200, 3, {"--database", pg.Conninfo()});
+  c.AddAgent(Node("n1", 2));
+  const std::string alice = c.AddPrincipal("alice", "user");
+  const int64_t before =
+      c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+
+  ASSERT_TRUE(
+      pg.Sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+             "AND granted AND objsubid = 1"));
+  const std::string port_file = c.dir() + "/second.port";
+  Process second({HOURGLASS_BIN, "server", "--data", c.dir() + "/second", "--listen", "127.0.0.1:0",
+                  "--port-file", port_file, "--interval-ms", "200", "--database", pg.Conninfo()},
+                 c.dir() + "/second");
+  // The lock goes with the ended session a moment later; until then the second is refused.
+  ASSERT_TRUE(WaitFor([&] { return FileExists(port_file) || !second.running(); }, 10s))
+      << second.Output();
+  ASSERT_TRUE(second.running()) << second.Output();
+
+  ASSERT_TRUE(WaitFor([&] { return !c.ServerProcess().running(); }, 10s)) << c.ServerOutput();
+  const int status = c.ServerProcess().status();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 3) << c.ServerOutput();
+  EXPECT_NE(c.ServerOutput().find("another hourglass server took this database"), std::string::npos)
+      << c.ServerOutput();
+
+  // The second one has the state: the job submitted to the first, and the same tokens.
+  std::string port = ReadFile(port_file);
+  while (!port.empty() && port.back() == '\n') port.pop_back();
+  httplib::Client cli("127.0.0.1", std::stoi(port));
+  const httplib::Headers h{{"Authorization", "Bearer " + alice}};
+  auto job = cli.Get("/v1/jobs/" + std::to_string(before), h);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, 200) << job->body;
+  auto sub =
+      cli.Post("/v1/jobs", h, R"({"gpus":1,"command":["true"],"cwd":"/tmp"})", "application/json");
+  ASSERT_TRUE(sub);
+  EXPECT_EQ(sub->status, 201) << sub->body;
+}
+
+}  // namespace
+}  // namespace hg::e2e
