@@ -12,7 +12,6 @@ namespace hg::store {
 namespace {
 
 using pg::Conn;
-using pg::Param;
 using pg::Rows;
 
 // ---- The operations, on the connection they are given (inside the caller's transaction for
