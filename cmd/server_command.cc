@@ -20,6 +20,7 @@ namespace {
 struct Args {
   std::string data;
   std::string database;
+  bool standby = false;
   std::string listen = "127.0.0.1:8080";
   std::string port_file;
   std::string policy = "hourglass";
@@ -41,6 +42,9 @@ int Run(const Args& a) {
   server::ServerOptions o;
   o.data_dir = a.data;
   o.database = a.database;
+  if (a.standby && a.database.empty())
+    return Fail("--standby: needs --database (a standby waits for another server's database)");
+  o.standby = a.standby;
   const size_t colon = a.listen.rfind(':');
   if (colon == std::string::npos) return Fail("--listen: '" + a.listen + "' is not HOST:PORT");
   o.host = a.listen.substr(0, colon);
@@ -83,8 +87,24 @@ int Run(const Args& a) {
     }
     kill(getpid(), SIGUSR1);
   };
+  // A standby waits in Start(), before sigwait below: it looks for SIGTERM and SIGINT itself.
+  bool stopped_standing_by = false;
+  o.keep_standing_by = [&set, &stopped_standing_by, told = false]() mutable {
+    if (!told) {
+      std::printf("hourglass server: standing by; another server holds the database\n");
+      std::fflush(stdout);
+      told = true;
+    }
+    const timespec second{1, 0};
+    const int sig = sigtimedwait(&set, nullptr, &second);
+    if (sig == SIGTERM || sig == SIGINT) stopped_standing_by = true;
+    return !stopped_standing_by;
+  };
   server::Server srv(o);
-  if (auto ok = srv.Start(); !ok) return Fail(ok.error().ToString());
+  if (auto ok = srv.Start(); !ok) {
+    if (stopped_standing_by) return 0;
+    return Fail(ok.error().ToString());
+  }
   if (!srv.NewAdminToken().empty())
     std::printf("admin token (shown once, also in %s): %s\n", srv.AdminTokenFile().c_str(),
                 srv.NewAdminToken().c_str());
@@ -133,6 +153,9 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
                   "connection string or postgresql:// URL (put a password in ~/.pgpass or "
                   "PGPASSWORD, not here); one server at a time per database")
       ->envname("HOURGLASS_DATABASE");
+  cmd->add_flag("--standby", args->standby,
+                "with --database: while another server holds the database, wait (binding no "
+                "port) and take over once it has gone, instead of failing");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)");
   cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
   cmd->add_option("--policy", args->policy, "scheduling policy (default hourglass)");

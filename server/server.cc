@@ -50,7 +50,13 @@ Result<void> Server::Start() {
     // PostgreSQL commits concurrent writers together.
     po.connections = 8;
     po.exclusive = true;
-    st = store::OpenPgStore(opt_.database, po);
+    // A standby tries again while the active server holds the database. It holds no state, binds
+    // no port and answers nothing meanwhile, so clients and agents reach only the active one.
+    while (!(st = store::OpenPgStore(opt_.database, po)) && opt_.standby &&
+           store::IsServerLockHeld(st.error())) {
+      if (!opt_.keep_standing_by || !opt_.keep_standing_by())
+        return Fail("--standby", "stopped while standing by");
+    }
   }
   if (!st) return tl::unexpected(st.error());
   store_ = std::move(*st);

@@ -38,6 +38,11 @@ struct ServerOptions {
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
   int threads = 96;  // HTTP worker pool: 64 concurrent clients plus agents
+  // With `database`: when another server holds it, wait and take over once it has gone (a hot
+  // standby) instead of failing. Between attempts, a second apart, Start() calls
+  // `keep_standing_by`, which returns false to give up (say, on SIGTERM).
+  bool standby = false;
+  std::function<bool()> keep_standing_by;
   // Called once, from the scheduling thread, when the store has been taken by another server
   // (store::Store::Fenced): this one must stop. `hourglass server` exits with status 3.
   std::function<void(const Error&)> on_fenced;

@@ -511,9 +511,9 @@ Result<std::unique_ptr<PgStore>> PgStore::Open(const std::string& conninfo,
     auto got = TryServerLock(*c);
     HG_TRY(got);
     if (!*got) {
-      return Fail(c->where(),
-                  "another hourglass server is using this database (it holds the server lock); "
-                  "stop it first, or point this one at another database");
+      return Fail(c->where(), std::string(kServerLockHeld) +
+                                  " (it holds the server lock); stop it first, point this one "
+                                  "at another database, or start it with --standby");
     }
     HG_TRY(Configure(*c));
     lock_conn = std::make_unique<Conn>(std::move(*c));
@@ -757,5 +757,7 @@ Result<std::unique_ptr<Store>> OpenPgStore(const std::string& conninfo,
 Result<std::unique_ptr<Store>> OpenPgStore(const std::string& conninfo) {
   return OpenPgStore(conninfo, PgStoreOptions{});
 }
+
+bool IsServerLockHeld(const Error& e) { return e.reason.rfind(kServerLockHeld, 0) == 0; }
 
 }  // namespace hg::store

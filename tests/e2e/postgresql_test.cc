@@ -1,10 +1,11 @@
-// The server on PostgreSQL, as an operator meets it: one server per database, and a server whose
-// database another has taken stops by itself.
+// The server on PostgreSQL, as an operator meets it: one server per database, a server whose
+// database another has taken stops by itself, and a standby takes over from a server that died.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/wait.h>
 
 #include <string>
+#include <vector>
 
 #include "store/pg_test_server.h"
 #include "tests/e2e/cluster.h"
@@ -57,6 +58,64 @@ TEST(E2ePostgresql, AServerWhoseDatabaseAnotherTookStopsWithStatusThree) {
       cli.Post("/v1/jobs", h, R"({"gpus":1,"command":["true"],"cwd":"/tmp"})", "application/json");
   ASSERT_TRUE(sub);
   EXPECT_EQ(sub->status, 201) << sub->body;
+}
+
+// Reads a port file once it is whole; 0 until then.
+int PortIn(const std::string& port_file) {
+  std::string port = ReadFile(port_file);
+  if (port.empty() || port.back() != '\n') return 0;
+  return std::stoi(port);
+}
+
+// A standby binds nothing while the active server runs; when the active one is killed (kill -9:
+// its database sessions end, and the lock with them) the standby takes over within seconds, with
+// every acknowledged submission and the same tokens.
+TEST(E2ePostgresql, AStandbyTakesOverWhenTheActiveServerDies) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  Cluster c(200, 3, {"--database", pg.Conninfo()});
+  c.AddAgent(Node("n1", 2));
+  const std::string alice = c.AddPrincipal("alice", "user");
+  const std::string port_file = c.dir() + "/standby.port";
+  Process standby(
+      {HOURGLASS_BIN, "server", "--data", c.dir() + "/standby", "--listen", "127.0.0.1:0",
+       "--port-file", port_file, "--interval-ms", "200", "--database", pg.Conninfo(), "--standby"},
+      c.dir() + "/standby");
+  ASSERT_TRUE(
+      WaitFor([&] { return standby.Output().find("standing by") != std::string::npos; }, 10s))
+      << standby.Output();
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i)
+    ids.push_back(c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice));
+  EXPECT_TRUE(standby.running()) << standby.Output();
+  EXPECT_FALSE(FileExists(port_file)) << "the standby bound a port beside the active server";
+
+  c.KillServer();
+  ASSERT_TRUE(WaitFor([&] { return PortIn(port_file) > 0; }, 15s)) << standby.Output();
+  httplib::Client cli("127.0.0.1", PortIn(port_file));
+  const httplib::Headers h{{"Authorization", "Bearer " + alice}};
+  for (int64_t id : ids) {
+    auto job = cli.Get("/v1/jobs/" + std::to_string(id), h);
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->status, 200) << id << ": " << job->body;
+  }
+  EXPECT_EQ(standby.Stop(), 0) << standby.Output();
+}
+
+// SIGTERM ends a standby that is still waiting, with status 0.
+TEST(E2ePostgresql, AStandbyStopsOnSigtermWhileWaiting) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  Cluster c(200, 3, {"--database", pg.Conninfo()});
+  Process standby({HOURGLASS_BIN, "server", "--data", c.dir() + "/standby", "--listen",
+                   "127.0.0.1:0", "--database", pg.Conninfo(), "--standby"},
+                  c.dir() + "/standby");
+  ASSERT_TRUE(
+      WaitFor([&] { return standby.Output().find("standing by") != std::string::npos; }, 10s))
+      << standby.Output();
+  const int status = standby.Stop(std::chrono::milliseconds(5000));
+  ASSERT_TRUE(WIFEXITED(status)) << "killed after the grace: " << standby.Output();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << standby.Output();
 }
 
 }  // namespace
