@@ -606,6 +606,9 @@ Result<PgStore::Lease> PgStore::Acquire() {
 }
 
 void PgStore::Release(std::unique_ptr<Conn> c) {
+  // Whatever path gave it back (a failed BEGIN's script, an error between statements), the next
+  // user must find it outside any transaction.
+  if (c->InTransaction()) (void)c->Run("ROLLBACK");
   {
     std::lock_guard lock(mu_);
     free_.push_back(std::move(c));
