@@ -106,11 +106,12 @@ Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
 CliResult<HttpResponse> Client::Send(const std::string& method, const std::string& path,
-                                     const std::optional<Json>& body) {
+                                     const std::optional<Json>& body,
+                                     const std::map<std::string, std::string>& extra) {
   if (!http_->is_valid()) {
     return UsageError("url", "'" + config_.url + "' is not a valid server URL");
   }
-  httplib::Headers headers;
+  httplib::Headers headers(extra.begin(), extra.end());
   if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
   const std::string payload = body ? body->dump() : std::string();
   const char* type = "application/json";

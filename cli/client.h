@@ -62,6 +62,7 @@ struct Request {
   std::string method;  // GET, POST, PATCH, DELETE
   std::string path;    // with the query string
   std::optional<Json> body;
+  std::map<std::string, std::string> headers = {};  // besides the token's
 };
 
 struct ClientOptions {
@@ -83,8 +84,11 @@ class Client {
   // 5xx answer is a refusal (exit 1) rendered from the server's error body; no answer is exit 3
   // naming the URL.
   CliResult<HttpResponse> Send(const std::string& method, const std::string& path,
-                               const std::optional<Json>& body = std::nullopt);
-  CliResult<HttpResponse> Send(const Request& r) { return Send(r.method, r.path, r.body); }
+                               const std::optional<Json>& body = std::nullopt,
+                               const std::map<std::string, std::string>& headers = {});
+  CliResult<HttpResponse> Send(const Request& r) {
+    return Send(r.method, r.path, r.body, r.headers);
+  }
   // Send, then the answer's body as JSON.
   CliResult<Json> Call(const Request& r);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -22,6 +23,7 @@ struct Seen {
   std::string authorization;
   std::string content_type;
   std::string body;
+  std::string idempotency_key;
 };
 
 // A real httplib server on an ephemeral loopback port. Tests add handlers, then talk to url().
@@ -40,7 +42,8 @@ class TestServer {
       {
         std::lock_guard<std::mutex> lock(mu_);
         seen_.push_back({req.method, req.target, req.get_header_value("Authorization"),
-                         req.get_header_value("Content-Type"), req.body});
+                         req.get_header_value("Content-Type"), req.body,
+                         req.get_header_value("Idempotency-Key")});
       }
       fn(req, res);
     };
@@ -85,6 +88,55 @@ Client MakeClient(const TestServer& s, const std::string& token = "hg_test") {
   return Client(config, ClientOptions{1000, 3000});
 }
 
+// The server's answer to a submission is lost (it closes the connection, as a server killed after
+// its commit would): the CLI sends it once more under the same key and reports the job the
+// server found for it; given a key, it sends that one.
+TEST(CliHttpTest, ALostSubmissionIsRetriedUnderItsKey) {
+  TestServer s;
+  std::atomic<int> calls{0};
+  s.On("POST", "/v1/jobs", [&](const httplib::Request&, httplib::Response& res) {
+    if (calls++ == 0) {
+      res.status = 503;
+      res.set_content(R"({"error":{"field":"store","reason":"unavailable"}})", "application/json");
+      return;
+    }
+    Reply(res, 200, {{"id", 17}, {"state", "running"}, {"replayed", true}});
+  });
+  s.Start();
+  Client c = MakeClient(s);
+  SubmitArgs a;
+  a.cwd = "/tmp";
+  a.command = {"true"};
+  a.idempotency_key = "mine-1";
+  std::ostringstream out;
+  const auto r = RunSubmit(c, a, /*json=*/false, out);
+  ASSERT_TRUE(r.has_value()) << r.error().reason;
+  EXPECT_EQ(out.str(), "job 17 was already submitted with this key (running)\n");
+  const auto seen = s.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].idempotency_key, "mine-1");
+  EXPECT_EQ(seen[1].idempotency_key, "mine-1");
+  EXPECT_EQ(seen[0].body, seen[1].body);
+}
+
+// No server at all: both attempts fail, and the error says how to retry at most once.
+TEST(CliHttpTest, AnUnansweredSubmissionSaysHowToRetryIt) {
+  ClientConfig config;
+  config.url = "http://127.0.0.1:1";  // nothing listens on port 1
+  config.token = "hg_test";
+  Client c(config, ClientOptions{500, 500});
+  SubmitArgs a;
+  a.cwd = "/tmp";
+  a.command = {"true"};
+  a.idempotency_key = "mine-2";
+  std::ostringstream out;
+  const auto r = RunSubmit(c, a, /*json=*/false, out);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().exit_code, kExitUnreachable);
+  EXPECT_NE(r.error().reason.find("--idempotency-key mine-2"), std::string::npos)
+      << r.error().reason;
+}
+
 TEST(CliHttpTest, SubmitSendsTheJobWithTheToken) {
   TestServer s;
   s.On("POST", "/v1/jobs", [](const httplib::Request&, httplib::Response& res) {
@@ -108,6 +160,9 @@ TEST(CliHttpTest, SubmitSendsTheJobWithTheToken) {
   EXPECT_EQ(seen[0].target, "/v1/jobs");
   EXPECT_EQ(seen[0].authorization, "Bearer hg_test");
   EXPECT_EQ(seen[0].content_type, "application/json");
+  // Every submission carries a fresh random key (32 hex digits), so a retry can be idempotent.
+  EXPECT_EQ(seen[0].idempotency_key.size(), 32u) << seen[0].idempotency_key;
+  EXPECT_EQ(seen[0].idempotency_key.find_first_not_of("0123456789abcdef"), std::string::npos);
   const Json body = Json::parse(seen[0].body);
   EXPECT_EQ(body["budget"], "alice");
   EXPECT_EQ(body["gpus"], 2);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <random>
+
 #include "cli/duration.h"
 #include "cli/json_util.h"
 #include "cli/table.h"
@@ -112,10 +114,15 @@ CliResult<Request> BuildSubmit(const SubmitArgs& a) {
     }
     body["env"] = env;
   }
-  return Request{"POST", "/v1/jobs", body};
+  Request r{"POST", "/v1/jobs", body, {}};
+  if (!a.idempotency_key.empty()) r.headers["Idempotency-Key"] = a.idempotency_key;
+  return r;
 }
 
 std::string RenderSubmitted(const Json& reply) {
+  if (reply.value("replayed", false))
+    return fmt::format("job {} was already submitted with this key ({})\n", Text(reply, "id"),
+                       Text(reply, "state"));
   return fmt::format("submitted job {} ({})\n", Text(reply, "id"), Text(reply, "state"));
 }
 
@@ -233,10 +240,38 @@ Request BuildLogs(const LogsArgs& a, int64_t offset) {
   return Request{"GET", path, std::nullopt};
 }
 
+namespace {
+
+// 128 random bits in hex: a key no other submission will draw.
+std::string NewIdempotencyKey() {
+  std::random_device rd;  // the kernel's random source on Linux
+  std::string key;
+  for (int i = 0; i < 4; ++i) key += fmt::format("{:08x}", rd());
+  return key;
+}
+
+}  // namespace
+
 CliResult<void> RunSubmit(Client& c, const SubmitArgs& a, bool json, std::ostream& out) {
-  auto req = BuildSubmit(a);
+  SubmitArgs keyed = a;
+  if (keyed.idempotency_key.empty()) keyed.idempotency_key = NewIdempotencyKey();
+  auto req = BuildSubmit(keyed);
   if (!req) return tl::unexpected(req.error());
   auto reply = c.Call(*req);
+  // No answer, or the server failed: the job may exist all the same. One more attempt under the
+  // same key is safe (it finds the job if the first made one); then say how to retry.
+  const auto lost = [](const CliError& e) {
+    return e.exit_code == kExitUnreachable || e.field == "store";
+  };
+  if (!reply && lost(reply.error())) reply = c.Call(*req);
+  if (!reply && lost(reply.error())) {
+    CliError e = reply.error();
+    e.reason += fmt::format(
+        "; the job may exist: run the same command with --idempotency-key {} to submit it at "
+        "most once",
+        keyed.idempotency_key);
+    return tl::unexpected(e);
+  }
   if (!reply) return tl::unexpected(reply.error());
   out << (json ? reply->dump() + "\n" : RenderSubmitted(*reply));
   return {};

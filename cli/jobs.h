@@ -30,6 +30,9 @@ struct SubmitArgs {
   std::vector<std::string> env;  // K=V
   std::string cwd;
   std::vector<std::string> command;
+  // Names this submission (the Idempotency-Key header): sent again, it finds the job the first
+  // attempt made. RunSubmit draws a random one when it is empty.
+  std::string idempotency_key;
 };
 CliResult<Request> BuildSubmit(const SubmitArgs& a);
 std::string RenderSubmitted(const Json& reply);

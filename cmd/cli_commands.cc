@@ -66,6 +66,9 @@ void AddJobCommands(CLI::App& app, int& exit_code) {
     auto* sub =
         Command(app, "submit", "submit a job: hourglass submit [options] -- command ...", *json);
     sub->add_option("--name", a->name, "job name");
+    sub->add_option("--idempotency-key", a->idempotency_key,
+                    "name this submission: sent again with the same key, it finds the job the "
+                    "first attempt made instead of making another (default: a random key)");
     sub->add_option("--budget", a->budget, "budget to charge (default: unfunded)");
     sub->add_option("--gpus", a->gpus, "GPUs in all")->capture_default_str();
     sub->add_option("--gpus-per-node", a->gpus_per_node, "GPUs on each node (gangs)");

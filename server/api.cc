@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "server/auth.h"
@@ -128,9 +129,19 @@ Reply<int64_t> QueryInt(const httplib::Request& req, const std::string& key, int
 Reply<Out> SubmitJob(State& state, Ctx& c) {
   auto j = ParseJobRequest(c.body);
   if (!j) return tl::unexpected(j.error());
-  auto id = state.Submit(c.who, std::move(*j));
-  if (!id) return tl::unexpected(id.error());
-  return Json({{"id", *id}, {"state", "pending"}}, 201);
+  // A client that may retry names its submission, so that a retry after a lost answer finds the
+  // job the first attempt made instead of making a second one (docs/api.md).
+  const std::string key = c.req.get_header_value("Idempotency-Key");
+  if (!key.empty() && (key.size() > 128 || std::any_of(key.begin(), key.end(), [](char ch) {
+                         return ch <= 0x20 || ch >= 0x7f;
+                       })))
+    return Refuse(400, "Idempotency-Key",
+                  "must be at most 128 printable ASCII characters without spaces");
+  j->submit_key = key;
+  auto done = state.Submit(c.who, std::move(*j));
+  if (!done) return tl::unexpected(done.error());
+  if (done->replayed) return Json({{"id", done->id}, {"state", done->state}, {"replayed", true}});
+  return Json({{"id", done->id}, {"state", "pending"}}, 201);
 }
 
 // --- agents -----------------------------------------------------------------------------------

@@ -126,6 +126,53 @@ TEST_F(Api, SubmitValidationTable) {
   EXPECT_NE(Fingerprint(), before);
 }
 
+// A client that lost the answer to a submission sends it again with the same Idempotency-Key and
+// gets the job the first attempt made, also after a restart; the key is the user's own, a new
+// request under an old key is refused, and a malformed key changes nothing.
+TEST_F(Api, AnIdempotencyKeyMakesARetryFindTheFirstJob) {
+  auto submit = [&](const json& body, const std::string& token, const std::string& key) {
+    return h_.Call("POST", "/v1/jobs", token, body.dump(), {{"Idempotency-Key", key}});
+  };
+  Resp first = submit(Job({}), alice_, "7f3a-retry");
+  ASSERT_EQ(first.status, 201) << first.text;
+  const int64_t id = first.body["id"].get<int64_t>();
+  Resp again = submit(Job({}), alice_, "7f3a-retry");
+  ASSERT_EQ(again.status, 200) << again.text;
+  EXPECT_EQ(again.body["id"], id);
+  EXPECT_EQ(again.body["replayed"], true);
+
+  Resp other = submit(Job({{"gpus", 2}}), alice_, "7f3a-retry");
+  EXPECT_EQ(other.status, 409) << other.text;
+  EXPECT_EQ(other.body["error"]["field"], "Idempotency-Key");
+  EXPECT_NE(other.text.find("job " + std::to_string(id)), std::string::npos) << other.text;
+
+  const std::string before = Fingerprint();
+  for (const std::string& bad :
+       {std::string("has space"), std::string(129, 'k'), std::string("tab\there")}) {
+    Resp r = submit(Job({}), alice_, bad);
+    EXPECT_EQ(r.status, 400) << "'" << bad << "': " << r.text;
+    EXPECT_EQ(r.body["error"]["field"], "Idempotency-Key") << r.text;
+  }
+  EXPECT_EQ(Fingerprint(), before);
+
+  // Another user's key of the same text is another submission.
+  Resp bobs = submit(Job({{"budget", "olmo"}}), bob_, "7f3a-retry");
+  ASSERT_EQ(bobs.status, 201) << bobs.text;
+  EXPECT_NE(bobs.body["id"], id);
+
+  // The job ran and ended meanwhile, and the server restarted: a retry still finds it, as it is.
+  ASSERT_EQ(h_.Post("/v1/jobs/" + std::to_string(id) + "/cancel", alice_, json::object()).status,
+            200);
+  h_.StopServer();
+  h_.StartServer();
+  Resp later = submit(Job({}), alice_, "7f3a-retry");
+  ASSERT_EQ(later.status, 200) << later.text;
+  EXPECT_EQ(later.body["id"], id);
+  EXPECT_EQ(later.body["state"], "cancelled");
+  const json all = h_.Get("/v1/jobs?state=all", h_.admin()).body;
+  EXPECT_EQ(all["total"], 2) << all.dump();
+}
+
 TEST_F(Api, BudgetValidationChangesNothing) {
   const std::string before = Fingerprint();
   struct Case {

@@ -251,7 +251,7 @@ std::map<int64_t, Story> Served(const std::vector<Job>& jobs, int64_t timer, int
       EXPECT_TRUE(rec) << rec.error().reason;
       auto id = (*state)->Submit(admin, *rec);
       EXPECT_TRUE(id) << id.error().reason;
-      EXPECT_EQ(*id, static_cast<int64_t>(next));
+      EXPECT_EQ(id->id, static_cast<int64_t>(next));
     }
     if (t == kDrainAt) {
       EXPECT_TRUE((*state)->Drain("n0", "disk", std::nullopt));

@@ -111,6 +111,7 @@ Result<void> State::Impl::Load() {
   auto jrecs = store.Jobs();
   if (!jrecs) return tl::unexpected(jrecs.error());
   for (auto& r : *jrecs) {
+    if (!r.submit_key.empty()) by_submit_key[{r.user, r.submit_key}] = r.id;
     JobRt& j = jobs[r.id];
     j.rec = std::move(r);
     j.active_stored_at = j.rec.active_at;
@@ -395,12 +396,41 @@ Result<std::optional<std::string>> State::EnsureAdmin() {
 
 // --- jobs ---------------------------------------------------------------------------------------
 
-Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord job) {
+namespace {
+
+// Whether two submissions ask for the same job (an idempotent retry must repeat its request).
+bool SameRequest(const store::JobRecord& a, const store::JobRecord& b) {
+  return a.name == b.name && a.budget == b.budget && a.gpus == b.gpus &&
+         a.gpus_per_node == b.gpus_per_node && a.job_class == b.job_class &&
+         a.min_runtime_s == b.min_runtime_s && a.max_runtime_s == b.max_runtime_s &&
+         a.lease_s == b.lease_s && a.resumable == b.resumable && a.grace_s == b.grace_s &&
+         a.priority == b.priority && a.command == b.command && a.env == b.env && a.cwd == b.cwd;
+}
+
+}  // namespace
+
+Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::JobRecord job) {
   Impl& s = *impl_;
   if (who.role == kRoleAgent) return Refuse(403, "authorization", "agents cannot submit jobs");
   const int64_t now = s.NowS();
+  const Impl::SubmitKey key{who.name, job.submit_key};
   {
     std::lock_guard lock(s.mu);
+    // A retry answers as the first attempt did, before anything that may have changed since
+    // (a budget deleted, a node gone) is checked again.
+    if (!job.submit_key.empty()) {
+      if (auto it = s.by_submit_key.find(key); it != s.by_submit_key.end()) {
+        const store::JobRecord& first = s.jobs.at(it->second).rec;
+        if (!SameRequest(first, job))
+          return Refuse(409, "Idempotency-Key",
+                        "already used for job " + std::to_string(it->second) +
+                            ", which asked for something else; use a new key for a new job");
+        return Submitted{it->second, true, first.state};
+      }
+      if (s.submitting.count(key))
+        return Refuse(409, "Idempotency-Key",
+                      "a submission with this key is being committed; retry in a moment");
+    }
     JobSpec spec;
     spec.gpus = Gpus(job.gpus);
     spec.gpus_per_node = Gpus(job.gpus_per_node);
@@ -417,6 +447,7 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
     if (job.command.empty()) return Refuse(400, "command", "must not be empty");
     if (auto ok = ValidateJob(spec, s.nodes, s.opt.config); !ok)
       return Refuse(400, ApiField(ok.error().field), ok.error().reason);
+    if (!job.submit_key.empty()) s.submitting.insert(key);
   }
   job.id = 0;
   job.user = who.name;
@@ -432,6 +463,11 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
   job.placement_json = "[]";
   // Durable first (outside the lock, so concurrent submissions share a commit), then queued.
   auto id = s.store.InsertJob(job);
+  if (!job.submit_key.empty()) {
+    std::lock_guard lock(s.mu);
+    s.submitting.erase(key);
+    if (id) s.by_submit_key[key] = *id;
+  }
   if (!id) return tl::unexpected(StoreFailure(id.error()));
   job.id = *id;
   // No "submitted" event row: JobEventsJson derives it from submitted_at, which saves a second
@@ -445,7 +481,7 @@ Reply<int64_t> State::Submit(const store::PrincipalRecord& who, store::JobRecord
     s.AddPending(j);
     ++s.submissions_total;
   }
-  return *id;
+  return Submitted{*id, false, "pending"};
 }
 
 Reply<JobRt*> State::Impl::ManagedJob(const store::PrincipalRecord& who, int64_t id) {

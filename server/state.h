@@ -72,8 +72,15 @@ class State {
   Result<std::optional<std::string>> EnsureAdmin();
 
   // --- jobs ---------------------------------------------------------------------------------
-  // `job` holds the request's fields; id, user, state and times are set here.
-  Reply<int64_t> Submit(const store::PrincipalRecord& who, store::JobRecord job);
+  // `job` holds the request's fields (and the client's Idempotency-Key in submit_key); id,
+  // user, state and times are set here. A key this user already submitted with returns that job
+  // (replayed), whatever happened to it since; with another request it is refused (409).
+  struct Submitted {
+    int64_t id = 0;
+    bool replayed = false;
+    std::string state;  // the job's state now: "pending" unless replayed
+  };
+  Reply<Submitted> Submit(const store::PrincipalRecord& who, store::JobRecord job);
   Reply<nlohmann::json> JobJson(const store::PrincipalRecord& who, int64_t id);
   // {"jobs": [...], "total": N}: the jobs in `state` ("" pending and running), newest first or
   // with `oldest_first` oldest first, at most `limit` (0: all); `total` counts every match.

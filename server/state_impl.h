@@ -110,6 +110,11 @@ struct State::Impl {
   std::map<std::string, size_t> node_by_name;
 
   std::map<int64_t, JobRt> jobs;
+  // Idempotency keys, by (user, key): the job each one made, and those whose submission is being
+  // committed (a second request with one of these is refused until the first has an answer).
+  using SubmitKey = std::pair<std::string, std::string>;
+  std::map<SubmitKey, int64_t> by_submit_key;
+  std::set<SubmitKey> submitting;
   using QueueKey = std::pair<int64_t, int64_t>;  // (queued_since, id)
   std::set<QueueKey> pending_funded, pending_unfunded;
   std::set<int64_t> running;  // running or stopping

@@ -65,9 +65,9 @@ class Loop {
   int64_t Submit(const nlohmann::json& body) {
     auto rec = ParseJobRequest(body);
     EXPECT_TRUE(rec) << rec.error().reason;
-    auto id = state_->Submit(kAdmin, *rec);
-    EXPECT_TRUE(id) << id.error().reason;
-    return id ? *id : 0;
+    auto done = state_->Submit(kAdmin, *rec);
+    EXPECT_TRUE(done) << done.error().reason;
+    return done ? done->id : 0;
   }
   std::string StateOf(int64_t id) { return Field(id, "state"); }
   std::string Field(int64_t id, const char* field) {

@@ -67,11 +67,11 @@ class Harness {
   const std::string& dir() const { return dir_.path(); }
 
   Resp Call(const std::string& method, const std::string& path, const std::string& token,
-            const std::string& body = "") {
+            const std::string& body = "", const httplib::Headers& extra = {}) {
     httplib::Client cli("127.0.0.1", server_->Port());
     cli.set_connection_timeout(5, 0);
     cli.set_read_timeout(10, 0);
-    httplib::Headers h;
+    httplib::Headers h = extra;
     if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
     httplib::Result r = method == "GET"      ? cli.Get(path.c_str(), h)
                         : method == "DELETE" ? cli.Delete(path.c_str(), h)

@@ -141,6 +141,13 @@ ALTER TABLE jobs ADD COLUMN stop_for INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN stop_holds INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 5: a submission's idempotency key (JobRecord::submit_key), unique per user among the
+// jobs that have one. '' for every older row: none.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX jobs_by_submit_key ON jobs(user, submit_key) WHERE submit_key <> '';
+)sql";
+
 Result<void> EnsureVersionTable(sql::Db& db) {
   // One row; created with version 0 so every later step is a plain UPDATE.
   return db.Exec(
@@ -161,7 +168,7 @@ Error TooNew(const sql::Db& db, int have, size_t known) {
 }  // namespace
 
 const std::vector<std::string>& SchemaSteps() {
-  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4};
+  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4, kV5};
   return steps;
 }
 

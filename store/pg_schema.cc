@@ -137,13 +137,19 @@ ALTER TABLE jobs ADD COLUMN stop_for BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN stop_holds BOOLEAN NOT NULL DEFAULT false;
 )sql";
 
+// Version 5: a submission's idempotency key.
+constexpr const char* kV5 = R"sql(
+ALTER TABLE jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX jobs_by_submit_key ON jobs("user", submit_key) WHERE submit_key <> '';
+)sql";
+
 // Any fixed number: every process that migrates takes the same lock.
 constexpr int64_t kMigrationLock = 0x686f7572676c6173;  // "hourglas"
 
 }  // namespace
 
 const std::vector<std::string>& PgSchemaSteps() {
-  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4};
+  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4, kV5};
   return steps;
 }
 

@@ -133,7 +133,7 @@ constexpr const char* kJobColumns =
     "id, name, \"user\", budget, gpus, gpus_per_node, job_class, min_runtime_s, max_runtime_s, "
     "resumable, grace_s, priority, command_json, env_json, cwd, state, reason, reason_code, "
     "submitted_at, queued_since, started_at, ended_at, attempts, exit_code, exit_signal, "
-    "placement_json, lease_s, active_at, stop_for, stop_holds";
+    "placement_json, lease_s, active_at, stop_for, stop_holds, submit_key";
 
 Result<JobRecord> ReadJob(const Rows& rows, int r) {
   JobRecord j;
@@ -171,6 +171,7 @@ Result<JobRecord> ReadJob(const Rows& rows, int r) {
   j.active_at = rows.OptInt64(r, 27);
   j.stop_for = rows.Int64(r, 28);
   j.stop_holds = rows.Bool(r, 29);
+  j.submit_key = rows.Text(r, 30);
   return j;
 }
 
@@ -184,9 +185,9 @@ Result<int64_t> InsertJobOn(Conn& db, const JobRecord& j) {
       "INSERT INTO jobs (name, \"user\", budget, gpus, gpus_per_node, job_class, min_runtime_s, "
       "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
       "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
-      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds) VALUES ($1, $2, $3, "
-      "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, "
-      "$23, $24, $25, $26, $27, $28, $29) RETURNING id",
+      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, submit_key) VALUES "
+      "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
+      "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30) RETURNING id",
       {j.name,
        j.user,
        j.budget,
@@ -215,7 +216,8 @@ Result<int64_t> InsertJobOn(Conn& db, const JobRecord& j) {
        j.lease_s,
        j.active_at,
        j.stop_for,
-       j.stop_holds});
+       j.stop_holds,
+       j.submit_key});
   HG_TRY(rows);
   return rows->Int64(0, 0);
 }

@@ -168,7 +168,7 @@ constexpr const char* kJobColumns =
     "id, name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, max_runtime_s, "
     "resumable, grace_s, priority, command_json, env_json, cwd, state, reason, reason_code, "
     "submitted_at, queued_since, started_at, ended_at, attempts, exit_code, exit_signal, "
-    "placement_json, lease_s, active_at, stop_for, stop_holds";
+    "placement_json, lease_s, active_at, stop_for, stop_holds, submit_key";
 
 Result<JobRecord> ReadJob(const Statement& st) {
   JobRecord j;
@@ -206,6 +206,7 @@ Result<JobRecord> ReadJob(const Statement& st) {
   j.active_at = st.OptInt64(27);
   j.stop_for = st.Int64(28);
   j.stop_holds = st.Int64(29) != 0;
+  j.submit_key = st.Text(30);
   return j;
 }
 
@@ -219,9 +220,9 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
       "INSERT INTO jobs (name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
       "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
       "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
-      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds) VALUES (?1, ?2, ?3, "
-      "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, "
-      "?23, ?24, ?25, ?26, ?27, ?28, ?29)");
+      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, submit_key) VALUES "
+      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+      "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)");
   HG_TRY(st);
   HG_TRY((*st)
              ->Bind(1, j.name)
@@ -253,6 +254,7 @@ Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
              .Bind(27, j.active_at)
              .Bind(28, j.stop_for)
              .Bind(29, j.stop_holds)
+             .Bind(30, j.submit_key)
              .Run());
   return db.LastInsertRowid();
 }

@@ -87,6 +87,9 @@ struct JobRecord {
   // them once the victim has gone.
   int64_t stop_for = 0;
   bool stop_holds = false;
+  // The client's Idempotency-Key for the submission ("": none). Unique per user: a submission
+  // retried with the same key finds the job the first attempt made.
+  std::string submit_key;
 };
 
 struct JobEventRecord {

@@ -151,6 +151,7 @@ TEST_P(StoreContract, JobsRoundTripAndUpdate) {
     ASSERT_TRUE(s);
     JobRecord full = FullJob();
     full.id = 999;  // ignored: the store assigns ids
+    full.submit_key = "retry-7f3a";
     auto a = s->InsertJob(full);
     ASSERT_TRUE(a) << a.error().ToString();
     id1 = *a;
@@ -521,6 +522,30 @@ TEST_P(StoreContract, ReadsRunBesideWrites) {
   jobs = s->Jobs();
   ASSERT_TRUE(jobs);
   EXPECT_EQ(jobs->size(), 1u);
+}
+
+// An idempotency key names one submission of one user: a second job of the same user with the
+// same key is refused (the server's guard when two retries race), another user's is not, and
+// jobs without a key are never in each other's way.
+TEST_P(StoreContract, ASubmitKeyIsUniquePerUser) {
+  auto s = Open();
+  ASSERT_TRUE(s);
+  JobRecord a = FullJob();
+  a.submit_key = "k1";
+  ASSERT_TRUE(s->InsertJob(a));
+  auto again = s->InsertJob(a);
+  ASSERT_FALSE(again);
+  EXPECT_NE(Lower(again.error().reason).find("unique"), std::string::npos) << again.error().reason;
+  JobRecord other_user = a;
+  other_user.user = "bob";
+  ASSERT_TRUE(s->InsertJob(other_user));
+  JobRecord no_key = a;
+  no_key.submit_key.clear();
+  ASSERT_TRUE(s->InsertJob(no_key));
+  ASSERT_TRUE(s->InsertJob(no_key));
+  auto jobs = s->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->size(), 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract, ::testing::Values("sqlite", "postgresql"),

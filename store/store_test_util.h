@@ -42,7 +42,7 @@ inline JobRecord FullJob() {
   j.active_at = 1500;
   j.stop_for = 77;
   j.stop_holds = true;
-  return j;
+  return j;  // no submit_key: tests insert this job many times, and a key is unique per user
 }
 
 inline void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
@@ -76,6 +76,7 @@ inline void ExpectSameJob(const JobRecord& a, const JobRecord& b) {
   EXPECT_EQ(a.active_at, b.active_at);
   EXPECT_EQ(a.stop_for, b.stop_for);
   EXPECT_EQ(a.stop_holds, b.stop_holds);
+  EXPECT_EQ(a.submit_key, b.submit_key);
 }
 
 // Polls cond until it holds or a deadline passes.

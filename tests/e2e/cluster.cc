@@ -219,12 +219,13 @@ void Cluster::AddBudget(const std::string& name, const std::string& parent, doub
 }
 
 Response Cluster::Call(const std::string& method, const std::string& path,
-                       const std::optional<Json>& body, const std::string& token) const {
+                       const std::optional<Json>& body, const std::string& token,
+                       const std::map<std::string, std::string>& extra) const {
   httplib::Client cli("127.0.0.1", port_);
   cli.set_connection_timeout(2, 0);
   cli.set_read_timeout(10, 0);
   cli.set_tcp_nodelay(true);
-  httplib::Headers headers;
+  httplib::Headers headers(extra.begin(), extra.end());
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   const std::string payload = body ? body->dump() : std::string();
   httplib::Result res{nullptr, httplib::Error::Unknown};

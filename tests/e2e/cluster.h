@@ -109,7 +109,8 @@ class Cluster {
 
   Response Call(const std::string& method, const std::string& path,
                 const std::optional<Json>& body = std::nullopt,
-                const std::string& token = std::string()) const;
+                const std::string& token = std::string(),
+                const std::map<std::string, std::string>& headers = {}) const;
   Response Admin(const std::string& method, const std::string& path,
                  const std::optional<Json>& body = std::nullopt) const {
     return Call(method, path, body, admin_token_);

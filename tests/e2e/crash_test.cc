@@ -93,6 +93,69 @@ void KillNineDuringSubmissions(const std::vector<std::string>& server_args) {
                acked.size());
 }
 
+// Clients that name each submission (Idempotency-Key) and send it again until it is answered,
+// across repeated kill -9 of the server: every submission is stored exactly once, acknowledged
+// or not the first time, and a retry that finds its job gets that job's id.
+TEST(E2eCrash, RetriedSubmissionsWithAKeyAreStoredExactlyOnce) {
+  Cluster c;
+  const std::string alice = c.AddPrincipal("alice", "user");
+  c.AddBudget("lab", "", 1, Json{{"members", {"alice"}}});
+  c.AddAgent(Node("n1", 2));
+  constexpr int kClients = 6;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::map<std::string, int64_t> answered;  // every submission -> the id its answer gave
+  int replays = 0;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; !stop; ++i) {
+        const std::string name = "k" + std::to_string(t) + "-" + std::to_string(i);
+        const Json body{{"name", name}, {"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}};
+        // Until answered: no answer (the server died) and 503 (its store went with it) may hide
+        // a commit, so the same key goes again. Bounded, so a broken server fails the test.
+        Response r;
+        for (int attempt = 0; attempt < 400; ++attempt) {
+          r = c.Call("POST", "/v1/jobs", body, alice, {{"Idempotency-Key", name}});
+          if (r.status != 0 && r.status != 503) break;
+          std::this_thread::sleep_for(25ms);
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        if (r.status == 201 || r.status == 200) {
+          answered[name] = r.body["id"].get<int64_t>();
+          if (r.status == 200) ++replays;
+        } else {
+          ADD_FAILURE() << name << ": status " << r.status << ": " << r.raw;
+          stop = true;
+        }
+      }
+    });
+  }
+  for (int round = 0; round < 4; ++round) {
+    std::this_thread::sleep_for(700ms);
+    c.KillServer();
+    std::this_thread::sleep_for(100ms);
+    c.StartServer();
+  }
+  std::this_thread::sleep_for(300ms);
+  stop = true;
+  for (std::thread& t : clients) t.join();
+
+  const Response all = c.Admin("GET", "/v1/jobs?state=all&limit=1000000");
+  ASSERT_EQ(all.status, 200) << all.raw;
+  std::map<std::string, std::vector<int64_t>> stored;
+  for (const Json& j : all.body["jobs"]) stored[j.value("name", "")].push_back(j["id"]);
+  ASSERT_GT(answered.size(), 50u) << "too few submissions to mean anything";
+  for (const auto& [name, id] : answered) {
+    ASSERT_EQ(stored[name].size(), 1u) << name << " stored " << stored[name].size() << " times";
+    EXPECT_EQ(stored[name][0], id) << name;
+  }
+  for (const auto& [name, ids] : stored) EXPECT_EQ(ids.size(), 1u) << name;
+  std::fprintf(stderr,
+               "e2e crash: %zu keyed submissions, %d answered by a replay, each stored once\n",
+               answered.size(), replays);
+}
+
 TEST(E2eCrash, RepeatedKillNineDuringSubmissionsLosesNothingAcknowledged) {
   KillNineDuringSubmissions({});
 }
