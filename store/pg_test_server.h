@@ -86,6 +86,20 @@ class PgTestServer {
                "\" > /dev/null 2>&1");
   }
 
+  // The first row's first column of a query run with psql ("" when it fails).
+  std::string Query(const std::string& statement) const {
+    const std::string cmd = std::string(HG_PG_BINDIR) + "/psql -h " + dir_ +
+                            " -U hourglass -d postgres -tA -c \"" + statement + "\" 2>/dev/null";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[256];
+      while (fgets(buf, sizeof buf, p)) out += buf;
+      pclose(p);
+    }
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
+  }
+
   // Stops the server at once (no shutdown checkpoint: as after a crash) or cleanly.
   void Stop(bool immediate = true) {
     if (!running_) return;

@@ -27,14 +27,18 @@ TEST(E2ePostgresql, AServerWhoseDatabaseAnotherTookStopsWithStatusThree) {
   const int64_t before =
       c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
 
+  const std::string held =
+      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1";
+  ASSERT_EQ(pg.Query(held), "1");
   ASSERT_TRUE(
       pg.Sql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
              "AND granted AND objsubid = 1"));
+  // The session ends a moment after the call returns, and the lock with it.
+  ASSERT_TRUE(WaitFor([&] { return pg.Query(held) == "0"; }, 10s));
   const std::string port_file = c.dir() + "/second.port";
   Process second({HOURGLASS_BIN, "server", "--data", c.dir() + "/second", "--listen", "127.0.0.1:0",
                   "--port-file", port_file, "--interval-ms", "200", "--database", pg.Conninfo()},
                  c.dir() + "/second");
-  // The lock goes with the ended session a moment later; until then the second is refused.
   ASSERT_TRUE(WaitFor([&] { return FileExists(port_file) || !second.running(); }, 10s))
       << second.Output();
   ASSERT_TRUE(second.running()) << second.Output();
