@@ -78,12 +78,13 @@ int Run(const Args& a) {
   // SIGUSR1: the store was taken by another server (on_fenced below).
   sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  auto fenced = std::make_shared<std::string>();
-  auto fenced_mu = std::make_shared<std::mutex>();
-  o.on_fenced = [fenced, fenced_mu](const Error& e) {
+  // Declared before the server, so they outlive its scheduling thread, which calls on_fenced.
+  std::string fenced;
+  std::mutex fenced_mu;
+  o.on_fenced = [&fenced, &fenced_mu](const Error& e) {
     {
-      std::lock_guard lock(*fenced_mu);
-      *fenced = e.ToString();
+      std::lock_guard lock(fenced_mu);
+      fenced = e.ToString();
     }
     kill(getpid(), SIGUSR1);
   };
@@ -129,8 +130,8 @@ int Run(const Args& a) {
   if (sig == SIGUSR1) {
     std::string why;
     {
-      std::lock_guard lock(*fenced_mu);
-      why = *fenced;
+      std::lock_guard lock(fenced_mu);
+      why = fenced;
     }
     std::fprintf(stderr, "hourglass server: %s; stopping\n", why.c_str());
     srv.Stop();

@@ -40,23 +40,27 @@ std::string Rows::Text(int row, int col) const {
                      static_cast<size_t>(PQgetlength(res_.get(), row, col)));
 }
 
-int64_t Rows::Int64(int row, int col) const {
-  const char* v = PQgetvalue(res_.get(), row, col);
-  int64_t out = 0;
+namespace {
+
+// The schema's numeric columns only ever hold numbers: anything else is a broken invariant.
+template <class T>
+T Parse(const char* v) {
+  T out{};
   auto [end, ec] = std::from_chars(v, v + std::strlen(v), out);
-  // The schema's integer columns only ever hold integers: anything else is a broken invariant.
   assert(ec == std::errc());
   (void)end;
+  (void)ec;
   return out;
 }
 
+}  // namespace
+
+int64_t Rows::Int64(int row, int col) const {
+  return Parse<int64_t>(PQgetvalue(res_.get(), row, col));
+}
+
 double Rows::Double(int row, int col) const {
-  const char* v = PQgetvalue(res_.get(), row, col);
-  double out = 0;
-  auto [end, ec] = std::from_chars(v, v + std::strlen(v), out);
-  assert(ec == std::errc());
-  (void)end;
-  return out;
+  return Parse<double>(PQgetvalue(res_.get(), row, col));
 }
 
 bool Rows::Bool(int row, int col) const { return PQgetvalue(res_.get(), row, col)[0] == 't'; }

@@ -49,12 +49,7 @@ class PgTestServer {
       error_ = "initdb failed: " + Slurp(dir_ + "/initdb.log");
       return;
     }
-    if (!Run(as_ + bin + "/pg_ctl -D " + dir_ + "/data -o \"-k " + dir_ +
-             " -c listen_addresses=''\" -w -t 60 -l " + dir_ + "/server.log start > /dev/null")) {
-      error_ = "pg_ctl start failed: " + Slurp(dir_ + "/server.log");
-      return;
-    }
-    running_ = true;
+    if (!Start()) error_ = "pg_ctl start failed: " + Slurp(dir_ + "/server.log");
   }
 
   ~PgTestServer() {
