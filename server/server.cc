@@ -10,6 +10,7 @@
 #include "core/timed_cycle.h"
 #include "server/api.h"
 #include "store/pg_store.h"
+#include "store/sqlite_store.h"
 
 namespace hg::server {
 namespace {
@@ -43,7 +44,9 @@ Result<void> Server::Start() {
   if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());
   Result<std::unique_ptr<store::Store>> st = Fail("store", "not opened");
   if (opt_.database.empty()) {
-    st = store::OpenSqliteStore(opt_.data_dir + "/hourglass.db");
+    store::SqliteStoreOptions so;
+    so.exclusive = true;
+    st = store::OpenSqliteStore(opt_.data_dir + "/hourglass.db", so);
   } else {
     store::PgStoreOptions po;
     // The HTTP workers and the scheduling loop share these; a write waits for a free one, and

@@ -763,6 +763,4 @@ Result<std::unique_ptr<Store>> OpenPgStore(const std::string& conninfo) {
   return OpenPgStore(conninfo, PgStoreOptions{});
 }
 
-bool IsServerLockHeld(const Error& e) { return e.reason.rfind(kServerLockHeld, 0) == 0; }
-
 }  // namespace hg::store

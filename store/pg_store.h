@@ -100,10 +100,6 @@ class PgStore final : public Store {
   const int64_t epoch_;  // this server's (pg_store.cc, kServerLock); 0: not exclusive
 };
 
-// The reason OpenPgStore gives, at its start, when another server holds the database.
-inline constexpr const char* kServerLockHeld = "another hourglass server is using this database";
-bool IsServerLockHeld(const Error& e);
-
 // OpenPgStore with options (store.h declares the plain one).
 Result<std::unique_ptr<Store>> OpenPgStore(const std::string& conninfo,
                                            const PgStoreOptions& options);

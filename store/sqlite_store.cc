@@ -558,6 +558,16 @@ struct SqliteStore::Item {
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
                                                        const SqliteStoreOptions& options) {
+  // Taken before the database is opened, so that a second server neither migrates nor reads it.
+  std::optional<FileLock> lock;
+  if (options.exclusive) {
+    auto l = FileLock::TryLock(path + ".lock",
+                               std::string(kServerLockHeld) +
+                                   " (it holds this lock); stop it first, or give this one "
+                                   "another --data");
+    HG_TRY(l);
+    lock.emplace(std::move(*l));
+  }
   auto write = Db::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   HG_TRY(write);
   HG_TRY(Configure(*write, options));
@@ -565,11 +575,15 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
   auto read = Db::Open(path, SQLITE_OPEN_READWRITE);
   HG_TRY(read);
   HG_TRY(Configure(*read, options));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*write), std::move(*read)));
+  return std::unique_ptr<SqliteStore>(
+      new SqliteStore(std::move(lock), std::move(*write), std::move(*read)));
 }
 
-SqliteStore::SqliteStore(Db write, Db read)
-    : write_db_(std::move(write)), read_db_(std::move(read)), writer_([this] { WriterLoop(); }) {}
+SqliteStore::SqliteStore(std::optional<FileLock> lock, Db write, Db read)
+    : lock_(std::move(lock)),
+      write_db_(std::move(write)),
+      read_db_(std::move(read)),
+      writer_([this] { WriterLoop(); }) {}
 
 SqliteStore::~SqliteStore() {
   {

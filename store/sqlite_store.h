@@ -12,9 +12,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "store/file_lock.h"
 #include "store/sqlite.h"
 #include "store/store.h"
 
@@ -23,6 +25,10 @@ namespace hg::store {
 struct SqliteStoreOptions {
   // How long a connection waits for another process's lock before failing with SQLITE_BUSY.
   int busy_timeout_ms = 10000;
+  // Hold an exclusive lock on `<path>.lock` for the store's lifetime, and refuse to open while
+  // another process holds it: two schedulers deciding over one database would start the same
+  // job twice. The server sets it; tools reading beside a running server do not.
+  bool exclusive = false;
 };
 
 // What the writer has done so far: lets tests and metrics see the batching.
@@ -79,13 +85,14 @@ class SqliteStore final : public Store {
   struct Item;
   using WriteFn = std::function<Result<void>(sql::Db&)>;
 
-  SqliteStore(sql::Db write, sql::Db read);
+  SqliteStore(std::optional<FileLock> lock, sql::Db write, sql::Db read);
   // Queues fn for the writer and waits until its batch committed (or fn failed).
   Result<void> Write(WriteFn fn);
   void WriterLoop();
   void RunBatch(std::vector<std::unique_ptr<Item>>& batch);
 
-  sql::Db write_db_;  // only the writer thread touches it after construction
+  std::optional<FileLock> lock_;  // SqliteStoreOptions::exclusive; released last
+  sql::Db write_db_;              // only the writer thread touches it after construction
   std::mutex read_mu_;
   sql::Db read_db_;
 

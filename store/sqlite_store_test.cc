@@ -1,6 +1,9 @@
 #include "store/sqlite_store.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -193,6 +196,82 @@ TEST(SqliteStore, UnopenablePathNamesTheFile) {
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().field, "/nonexistent-dir/x/hg.db");
   EXPECT_NE(s.error().reason.find("cannot open"), std::string::npos) << s.error().reason;
+}
+
+SqliteStoreOptions Exclusive() {
+  SqliteStoreOptions o;
+  o.exclusive = true;
+  return o;
+}
+
+// Two servers on one SQLite file would both start every waiting job: the second is refused with
+// a reason naming the lock, and changes nothing; a reader (not exclusive) still opens beside the
+// server, and a second server opens once the first has closed.
+TEST(SqliteStore, AnExclusiveStoreRefusesASecondServerUntilTheFirstCloses) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  auto first = SqliteStore::Open(path, Exclusive());
+  ASSERT_TRUE(first) << first.error().ToString();
+  auto id = (*first)->InsertJob(FullJob());
+  ASSERT_TRUE(id) << id.error().ToString();
+
+  auto second = SqliteStore::Open(path, Exclusive());
+  ASSERT_FALSE(second);
+  EXPECT_TRUE(IsServerLockHeld(second.error())) << second.error().ToString();
+  EXPECT_NE(second.error().ToString().find(path + ".lock"), std::string::npos)
+      << second.error().ToString();
+
+  auto reader = SqliteStore::Open(path);
+  ASSERT_TRUE(reader) << reader.error().ToString();
+  auto jobs = (*reader)->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->size(), 1u);
+  reader->reset();
+
+  first->reset();
+  auto third = SqliteStore::Open(path, Exclusive());
+  ASSERT_TRUE(third) << third.error().ToString();
+  jobs = (*third)->Jobs();
+  ASSERT_TRUE(jobs);
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->front().id, *id);
+}
+
+// A server killed with SIGKILL leaves no stale lock: the next server opens at once, with what the
+// killed one had committed.
+TEST(SqliteStore, TheServerLockGoesWithAKilledProcess) {
+  TestDir dir;
+  const std::string path = dir.File("hg.db");
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    auto s = SqliteStore::Open(path, Exclusive());
+    if (!s || !(*s)->InsertJob(FullJob())) _exit(2);
+    const char ready = 'r';
+    if (write(fds[1], &ready, 1) != 1) _exit(3);
+    for (;;) pause();
+  }
+  close(fds[1]);
+  char ready = 0;
+  ASSERT_EQ(read(fds[0], &ready, 1), 1) << "the child could not open the store";
+  close(fds[0]);
+
+  auto while_alive = SqliteStore::Open(path, Exclusive());
+  ASSERT_FALSE(while_alive);
+  EXPECT_TRUE(IsServerLockHeld(while_alive.error())) << while_alive.error().ToString();
+
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto after = SqliteStore::Open(path, Exclusive());
+  ASSERT_TRUE(after) << after.error().ToString();
+  auto jobs = (*after)->Jobs();
+  ASSERT_TRUE(jobs);
+  EXPECT_EQ(jobs->size(), 1u);
 }
 
 }  // namespace

@@ -186,6 +186,11 @@ class Store {
   virtual Result<void> Transaction(const std::function<Result<void>(Store&)>& body) = 0;
 };
 
+// The reason either store gives, when opened for a server (SqliteStoreOptions::exclusive,
+// PgStoreOptions::exclusive), while another server holds the database.
+inline constexpr const char* kServerLockHeld = "another hourglass server is using this database";
+inline bool IsServerLockHeld(const Error& e) { return e.reason.rfind(kServerLockHeld, 0) == 0; }
+
 // Opens (creating when missing) the SQLite store at `path` and migrates its schema to the newest
 // version. Errors name the file and the reason.
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
