@@ -8,6 +8,7 @@
 #include "cmd/placement_command.h"
 #include "cmd/server_command.h"
 #include "cmd/sim_command.h"
+#include "cmd/store_command.h"
 #include "cmd/up_command.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   hg::cmd::AddSimCommand(app, exit_code);
   hg::cmd::AddAgentCommand(app, exit_code);
   hg::cmd::AddServerCommand(app, exit_code);
+  hg::cmd::AddStoreCommand(app, exit_code);
   hg::cmd::AddPlacementCommand(app, exit_code);
   hg::cmd::AddCliCommands(app, exit_code);
   hg::cmd::AddUpCommand(app, exit_code);

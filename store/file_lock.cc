@@ -15,7 +15,7 @@ Result<FileLock> FileLock::TryLock(const std::string& path, const std::string& h
   // in this process is refused too, as it would be in another.
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Fail(path, std::string("cannot open the lock file: ") + std::strerror(errno));
-  int rc;
+  int rc = 0;
   do {
     rc = ::flock(fd, LOCK_EX | LOCK_NB);
   } while (rc != 0 && errno == EINTR);

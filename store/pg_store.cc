@@ -37,6 +37,15 @@ Result<void> AddTokenOn(Conn& db, const TokenRecord& t) {
                 {t.hash, t.principal, t.created_at});
 }
 
+Result<std::vector<TokenRecord>> TokensOn(Conn& db) {
+  auto rows = db.Exec("SELECT hash, principal, created_at FROM tokens ORDER BY hash");
+  HG_TRY(rows);
+  std::vector<TokenRecord> out;
+  for (int r = 0; r < rows->size(); ++r)
+    out.push_back({rows->Text(r, 0), rows->Text(r, 1), rows->Int64(r, 2)});
+  return out;
+}
+
 Result<std::optional<PrincipalRecord>> PrincipalByTokenHashOn(Conn& db, const std::string& hash) {
   auto rows = db.Exec(
       "SELECT p.name, p.role FROM tokens t JOIN principals p ON p.name = t.principal "
@@ -175,51 +184,68 @@ Result<JobRecord> ReadJob(const Rows& rows, int r) {
   return j;
 }
 
-Result<int64_t> InsertJobOn(Conn& db, const JobRecord& j) {
+// The id is the store's to assign (an identity column) and j.id is ignored, unless keep_id (a
+// copy from another store: RestoreJob).
+Result<int64_t> InsertJobOn(Conn& db, const JobRecord& j, bool keep_id = false) {
   auto command = EncodeList(j.command, "command");
   HG_TRY(command);
   auto env = EncodeMap(j.env, "env");
   HG_TRY(env);
-  // The id is the store's to assign (an identity column); j.id is ignored.
+  std::vector<pg::Param> params{j.name,
+                                j.user,
+                                j.budget,
+                                j.gpus,
+                                j.gpus_per_node,
+                                j.job_class,
+                                j.min_runtime_s,
+                                j.max_runtime_s,
+                                j.resumable,
+                                j.grace_s,
+                                j.priority,
+                                *command,
+                                *env,
+                                j.cwd,
+                                j.state,
+                                j.reason,
+                                j.reason_code,
+                                j.submitted_at,
+                                j.queued_since,
+                                j.started_at,
+                                j.ended_at,
+                                j.attempts,
+                                j.exit_code,
+                                j.exit_signal,
+                                j.placement_json,
+                                j.lease_s,
+                                j.active_at,
+                                j.stop_for,
+                                j.stop_holds,
+                                j.submit_key};
+  if (keep_id) params.emplace_back(j.id);
   auto rows = db.Exec(
-      "INSERT INTO jobs (name, \"user\", budget, gpus, gpus_per_node, job_class, min_runtime_s, "
-      "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
-      "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
-      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, submit_key) VALUES "
-      "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, "
-      "$21, $22, $23, $24, $25, $26, $27, $28, $29, $30) RETURNING id",
-      {j.name,
-       j.user,
-       j.budget,
-       j.gpus,
-       j.gpus_per_node,
-       j.job_class,
-       j.min_runtime_s,
-       j.max_runtime_s,
-       j.resumable,
-       j.grace_s,
-       j.priority,
-       *command,
-       *env,
-       j.cwd,
-       j.state,
-       j.reason,
-       j.reason_code,
-       j.submitted_at,
-       j.queued_since,
-       j.started_at,
-       j.ended_at,
-       j.attempts,
-       j.exit_code,
-       j.exit_signal,
-       j.placement_json,
-       j.lease_s,
-       j.active_at,
-       j.stop_for,
-       j.stop_holds,
-       j.submit_key});
+      std::string(keep_id ? "INSERT INTO jobs (id, " : "INSERT INTO jobs (") +
+          "name, \"user\", budget, gpus, gpus_per_node, job_class, min_runtime_s, "
+          "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, "
+          "reason, reason_code, submitted_at, queued_since, started_at, ended_at, attempts, "
+          "exit_code, exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, "
+          "submit_key) " +
+          (keep_id ? "OVERRIDING SYSTEM VALUE VALUES ($31, " : "VALUES (") +
+          "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
+          "$20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30) RETURNING id",
+      params);
   HG_TRY(rows);
   return rows->Int64(0, 0);
+}
+
+Result<void> RestoreJobOn(Conn& db, const JobRecord& j) {
+  if (j.id <= 0) return Fail("id", "a restored job keeps its id, which must be > 0");
+  HG_TRY(InsertJobOn(db, j, true));
+  // An identity column's sequence does not move for a given id: move it past, so that the next
+  // InsertJob neither collides with a restored id nor reuses one.
+  return db.Run(
+      "SELECT setval(pg_get_serial_sequence('jobs', 'id'), "
+      "GREATEST($1::bigint, (SELECT last_value FROM jobs_id_seq)))",
+      {j.id});
 }
 
 Result<void> UpdateJobOn(Conn& db, const JobRecord& j) {
@@ -428,6 +454,9 @@ class TxStore final : public Store {
   Result<void> PruneRecentStops(int64_t before) override { return PruneRecentStopsOn(db_, before); }
   Result<void> PutNode(const NodeRecord& n) override { return PutNodeOn(db_, n); }
   Result<std::vector<NodeRecord>> Nodes() override { return NodesOn(db_); }
+  Result<std::vector<TokenRecord>> Tokens() override { return TokensOn(db_); }
+  Result<void> RestoreJob(const JobRecord& j) override { return RestoreJobOn(db_, j); }
+  Result<void> RestoreAudit(const AuditRecord& a) override { return InsertAuditOn(db_, a); }
   // The one place a body may go on after a failure: a nested transaction is a savepoint.
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override {
     return InSavepoint(db_, [&] { return body(*this); });
@@ -751,6 +780,15 @@ Result<std::vector<RecentStopRecord>> PgStore::RecentStopsSince(int64_t t) {
   return Read<std::vector<RecentStopRecord>>([&](Conn& db) { return RecentStopsSinceOn(db, t); });
 }
 Result<std::vector<NodeRecord>> PgStore::Nodes() { return Read<std::vector<NodeRecord>>(NodesOn); }
+Result<std::vector<TokenRecord>> PgStore::Tokens() {
+  return Read<std::vector<TokenRecord>>(TokensOn);
+}
+Result<void> PgStore::RestoreJob(const JobRecord& j) {
+  return Write([&](Conn& db) { return RestoreJobOn(db, j); });
+}
+Result<void> PgStore::RestoreAudit(const AuditRecord& a) {
+  return Write([&](Conn& db) { return InsertAuditOn(db, a); });
+}
 
 Result<std::unique_ptr<Store>> OpenPgStore(const std::string& conninfo,
                                            const PgStoreOptions& options) {

@@ -68,6 +68,10 @@ class PgStore final : public Store {
   Result<void> PutNode(const NodeRecord& n) override;
   Result<std::vector<NodeRecord>> Nodes() override;
 
+  Result<std::vector<TokenRecord>> Tokens() override;
+  Result<void> RestoreJob(const JobRecord& j) override;
+  Result<void> RestoreAudit(const AuditRecord& a) override;
+
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override;
   // Reads the epoch (one query) when this store has not yet seen another server take over.
   std::optional<Error> Fenced() override;

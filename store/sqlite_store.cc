@@ -46,6 +46,19 @@ Result<void> AddTokenOn(Db& db, const TokenRecord& t) {
   return (*st)->Bind(1, t.hash).Bind(2, t.principal).Bind(3, t.created_at).Run();
 }
 
+Result<std::vector<TokenRecord>> TokensOn(Db& db) {
+  auto st = db.Cached("SELECT hash, principal, created_at FROM tokens ORDER BY hash");
+  HG_TRY(st);
+  std::vector<TokenRecord> out;
+  for (;;) {
+    auto row = (*st)->Step();
+    HG_TRY(row);
+    if (!*row) break;
+    out.push_back({(*st)->Text(0), (*st)->Text(1), (*st)->Int64(2)});
+  }
+  return out;
+}
+
 Result<std::optional<PrincipalRecord>> PrincipalByTokenHashOn(Db& db, const std::string& hash) {
   auto st = db.Cached(
       "SELECT p.name, p.role FROM tokens t JOIN principals p ON p.name = t.principal "
@@ -210,53 +223,63 @@ Result<JobRecord> ReadJob(const Statement& st) {
   return j;
 }
 
-Result<int64_t> InsertJobOn(Db& db, const JobRecord& j) {
+// The id is the store's to assign (AUTOINCREMENT) and j.id is ignored, unless keep_id (a copy
+// from another store: RestoreJob), where AUTOINCREMENT's counter moves past it by itself.
+Result<int64_t> InsertJobOn(Db& db, const JobRecord& j, bool keep_id = false) {
   auto command = EncodeList(j.command, "command");
   HG_TRY(command);
   auto env = EncodeMap(j.env, "env");
   HG_TRY(env);
-  // The id is the store's to assign (AUTOINCREMENT); j.id is ignored.
   auto st = db.Cached(
-      "INSERT INTO jobs (name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
+      std::string(keep_id ? "INSERT INTO jobs (id, " : "INSERT INTO jobs (") +
+      "name, user, budget, gpus, gpus_per_node, job_class, min_runtime_s, "
       "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, reason, "
       "reason_code, submitted_at, queued_since, started_at, ended_at, attempts, exit_code, "
-      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, submit_key) VALUES "
-      "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+      "exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, submit_key) VALUES " +
+      (keep_id ? "(?31, " : "(") +
+      "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
       "?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)");
   HG_TRY(st);
-  HG_TRY((*st)
-             ->Bind(1, j.name)
-             .Bind(2, j.user)
-             .Bind(3, j.budget)
-             .Bind(4, j.gpus)
-             .Bind(5, j.gpus_per_node)
-             .Bind(6, j.job_class)
-             .Bind(7, j.min_runtime_s)
-             .Bind(8, j.max_runtime_s)
-             .Bind(9, j.resumable)
-             .Bind(10, j.grace_s)
-             .Bind(11, j.priority)
-             .Bind(12, *command)
-             .Bind(13, *env)
-             .Bind(14, j.cwd)
-             .Bind(15, j.state)
-             .Bind(16, j.reason)
-             .Bind(17, j.reason_code)
-             .Bind(18, j.submitted_at)
-             .Bind(19, j.queued_since)
-             .Bind(20, j.started_at)
-             .Bind(21, j.ended_at)
-             .Bind(22, j.attempts)
-             .Bind(23, j.exit_code)
-             .Bind(24, j.exit_signal)
-             .Bind(25, j.placement_json)
-             .Bind(26, j.lease_s)
-             .Bind(27, j.active_at)
-             .Bind(28, j.stop_for)
-             .Bind(29, j.stop_holds)
-             .Bind(30, j.submit_key)
-             .Run());
+  (*st)
+      ->Bind(1, j.name)
+      .Bind(2, j.user)
+      .Bind(3, j.budget)
+      .Bind(4, j.gpus)
+      .Bind(5, j.gpus_per_node)
+      .Bind(6, j.job_class)
+      .Bind(7, j.min_runtime_s)
+      .Bind(8, j.max_runtime_s)
+      .Bind(9, j.resumable)
+      .Bind(10, j.grace_s)
+      .Bind(11, j.priority)
+      .Bind(12, *command)
+      .Bind(13, *env)
+      .Bind(14, j.cwd)
+      .Bind(15, j.state)
+      .Bind(16, j.reason)
+      .Bind(17, j.reason_code)
+      .Bind(18, j.submitted_at)
+      .Bind(19, j.queued_since)
+      .Bind(20, j.started_at)
+      .Bind(21, j.ended_at)
+      .Bind(22, j.attempts)
+      .Bind(23, j.exit_code)
+      .Bind(24, j.exit_signal)
+      .Bind(25, j.placement_json)
+      .Bind(26, j.lease_s)
+      .Bind(27, j.active_at)
+      .Bind(28, j.stop_for)
+      .Bind(29, j.stop_holds)
+      .Bind(30, j.submit_key);
+  if (keep_id) (*st)->Bind(31, j.id);
+  HG_TRY((*st)->Run());
   return db.LastInsertRowid();
+}
+
+Result<void> RestoreJobOn(Db& db, const JobRecord& j) {
+  if (j.id <= 0) return Fail("id", "a restored job keeps its id, which must be > 0");
+  HG_TRY(InsertJobOn(db, j, true));
+  return {};
 }
 
 Result<void> UpdateJobOn(Db& db, const JobRecord& j) {
@@ -520,6 +543,11 @@ class TxStore final : public Store {
   Result<void> PruneRecentStops(int64_t before) override { return PruneRecentStopsOn(db_, before); }
   Result<void> PutNode(const NodeRecord& n) override { return PutNodeOn(db_, n); }
   Result<std::vector<NodeRecord>> Nodes() override { return NodesOn(db_); }
+  Result<std::vector<TokenRecord>> Tokens() override { return TokensOn(db_); }
+  Result<void> RestoreJob(const JobRecord& j) override {
+    return InSavepoint(db_, [&] { return RestoreJobOn(db_, j); });
+  }
+  Result<void> RestoreAudit(const AuditRecord& a) override { return InsertAuditOn(db_, a); }
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override {
     return InSavepoint(db_, [&] { return body(*this); });
   }
@@ -707,6 +735,12 @@ Result<void> SqliteStore::PutBudget(const BudgetRecord& b, const std::vector<Aud
 Result<void> SqliteStore::DeleteBudget(const std::string& name, const AuditRecord& audit) {
   return Write([&](Db& db) { return DeleteBudgetOn(db, name, audit); });
 }
+Result<void> SqliteStore::RestoreJob(const JobRecord& j) {
+  return Write([&](Db& db) { return RestoreJobOn(db, j); });
+}
+Result<void> SqliteStore::RestoreAudit(const AuditRecord& a) {
+  return Write([&](Db& db) { return InsertAuditOn(db, a); });
+}
 Result<int64_t> SqliteStore::InsertJob(const JobRecord& j) {
   int64_t id = 0;
   HG_TRY(Write([&](Db& db) -> Result<void> {
@@ -786,6 +820,10 @@ Result<std::vector<RunRecord>> SqliteStore::RunsSince(int64_t t) {
 Result<std::vector<RecentStopRecord>> SqliteStore::RecentStopsSince(int64_t t) {
   std::lock_guard lock(read_mu_);
   return RecentStopsSinceOn(read_db_, t);
+}
+Result<std::vector<TokenRecord>> SqliteStore::Tokens() {
+  std::lock_guard lock(read_mu_);
+  return TokensOn(read_db_);
 }
 Result<std::vector<NodeRecord>> SqliteStore::Nodes() {
   std::lock_guard lock(read_mu_);

@@ -75,6 +75,10 @@ class SqliteStore final : public Store {
   Result<void> PutNode(const NodeRecord& n) override;
   Result<std::vector<NodeRecord>> Nodes() override;
 
+  Result<std::vector<TokenRecord>> Tokens() override;
+  Result<void> RestoreJob(const JobRecord& j) override;
+  Result<void> RestoreAudit(const AuditRecord& a) override;
+
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override;
 
   WriterStats Stats() const;

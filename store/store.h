@@ -22,12 +22,16 @@ namespace hg::store {
 struct PrincipalRecord {
   std::string name;
   std::string role;  // "admin", "user", "agent"
+
+  bool operator==(const PrincipalRecord&) const = default;
 };
 
 struct TokenRecord {
   std::string hash;  // hex BLAKE2b of the token; the token itself is never stored
   std::string principal;
   int64_t created_at = 0;
+
+  bool operator==(const TokenRecord&) const = default;
 };
 
 struct BudgetRecord {
@@ -37,6 +41,8 @@ struct BudgetRecord {
   std::optional<int32_t> limit;
   std::vector<std::string> leads;
   std::vector<std::string> members;
+
+  bool operator==(const BudgetRecord&) const = default;
 };
 
 struct AuditRecord {
@@ -46,6 +52,8 @@ struct AuditRecord {
   std::string field;  // "share", "limit", "leads", "members", "created", "deleted"
   std::string old_value;
   std::string new_value;
+
+  bool operator==(const AuditRecord&) const = default;
 };
 
 struct JobRecord {
@@ -90,6 +98,8 @@ struct JobRecord {
   // The client's Idempotency-Key for the submission ("": none). Unique per user: a submission
   // retried with the same key finds the job the first attempt made.
   std::string submit_key;
+
+  bool operator==(const JobRecord&) const = default;
 };
 
 struct JobEventRecord {
@@ -97,6 +107,8 @@ struct JobEventRecord {
   int64_t at = 0;
   std::string kind;  // "submitted", "started", "preempted", "requeued", "ended", "cancelled", ...
   std::string reason;
+
+  bool operator==(const JobEventRecord&) const = default;
 };
 
 // One run (attempt) of a job on GPUs: the usage ledger is rebuilt from these after a restart.
@@ -107,6 +119,8 @@ struct RunRecord {
   int32_t gpus = 0;
   int64_t started_at = 0;
   std::optional<int64_t> ended_at;  // null while running
+
+  bool operator==(const RunRecord&) const = default;
 };
 
 // A stop of a funded job of one leaf budget for a funded job of another leaf (Snapshot's
@@ -116,6 +130,8 @@ struct RecentStopRecord {
   int64_t at = 0;
   std::string budget;      // the stopped job's, as submitted
   std::string for_budget;  // the job's it was stopped for
+
+  bool operator==(const RecentStopRecord&) const = default;
 };
 
 struct NodeRecord {
@@ -129,6 +145,8 @@ struct NodeRecord {
   std::optional<int64_t> drain_deadline_at;
   int64_t drain_since = 0;
   std::string logs_url;
+
+  bool operator==(const NodeRecord&) const = default;
 };
 
 class Store {
@@ -173,6 +191,13 @@ class Store {
   // Nodes.
   virtual Result<void> PutNode(const NodeRecord& n) = 0;
   virtual Result<std::vector<NodeRecord>> Nodes() = 0;
+
+  // For copying a site's state into another store (store/copy.h); the server calls none of them.
+  virtual Result<std::vector<TokenRecord>> Tokens() = 0;  // all, by hash
+  // Inserts the job under its own id (> 0, not yet used); later InsertJob ids come after it.
+  virtual Result<void> RestoreJob(const JobRecord& j) = 0;
+  // Appends an audit entry as it was recorded, with no budget change beside it.
+  virtual Result<void> RestoreAudit(const AuditRecord& a) = 0;
 
   // Set once the store refuses every read and write for good: another server took the database
   // (PgStoreOptions::exclusive). The server asks on every tick and stops when it is set.

@@ -93,6 +93,8 @@ class Cluster {
   void KillServer();
   void StartServer();
   void StopServer();
+  // The arguments the next StartServer adds (say, a move to PostgreSQL).
+  void SetServerArgs(std::vector<std::string> args) { server_args_ = std::move(args); }
   std::string ServerOutput() const;
   Process& ServerProcess() { return *server_; }
 

@@ -122,5 +122,47 @@ TEST(E2ePostgresql, AStandbyStopsOnSigtermWhileWaiting) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << standby.Output();
 }
 
+// A site that began on SQLite moves to PostgreSQL: `hourglass store copy` is refused while the
+// server runs (it would copy a state still changing), then copies everything once it has stopped;
+// the server started on PostgreSQL with the same --data has the jobs under their ids, the users'
+// tokens, and the agents' running job, whose end it records; new jobs are numbered after the old.
+TEST(E2ePostgresql, ASiteMovesFromSqliteWithItsJobsTokensAndRunningWork) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  Cluster c;
+  c.AddAgent(Node("n1", 2));
+  const std::string alice = c.AddPrincipal("alice", "user");
+  const int64_t done = c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+  ASSERT_TRUE(c.WaitState(done, "succeeded"));
+  const int64_t running =
+      c.Submit(Json{{"gpus", 1}, {"command", {"sleep", "6"}}, {"cwd", c.dir()}}, alice);
+  ASSERT_TRUE(c.WaitState(running, "running"));
+
+  const std::vector<std::string> copy{
+      "store", "copy", "--from-data", c.dir() + "/server", "--to-database", pg.Conninfo()};
+  auto [refused_rc, refused] = c.Cli(copy, "");
+  EXPECT_EQ(refused_rc, 2) << refused;
+  EXPECT_NE(refused.find("another hourglass server is using this database"), std::string::npos)
+      << refused;
+  EXPECT_EQ(pg.Query("SELECT count(*) FROM pg_tables WHERE tablename = 'jobs'"), "0")
+      << "a refused copy touched the target";
+
+  c.StopServer();
+  auto [rc, out] = c.Cli(copy, "");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("2 jobs"), std::string::npos) << out;
+  EXPECT_NE(out.find("read back equal"), std::string::npos) << out;
+
+  c.SetServerArgs({"--database", pg.Conninfo()});
+  c.StartServer();
+  EXPECT_NE(c.ServerOutput().find("state in PostgreSQL"), std::string::npos) << c.ServerOutput();
+  EXPECT_EQ(c.Job(done)["state"], "succeeded");
+  EXPECT_TRUE(c.WaitState(running, "succeeded")) << c.Job(running).dump();
+  const int64_t next = c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+  EXPECT_GT(next, running);
+  EXPECT_TRUE(c.WaitState(next, "succeeded"));
+  EXPECT_EQ(pg.Query("SELECT count(*) FROM jobs"), "3");
+}
+
 }  // namespace
 }  // namespace hg::e2e
