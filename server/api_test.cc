@@ -176,6 +176,42 @@ TEST_F(Api, AnIdempotencyKeyMakesARetryFindTheFirstJob) {
   EXPECT_EQ(all["total"], 2) << all.dump();
 }
 
+// Retries that reach the server while the first attempt under their key is still committing (a
+// client that timed out on a slow commit and sent again) wait for it and answer with its job:
+// one job made, one 201, every other answer a replay of it, none refused.
+TEST_F(Api, RetriesThatRaceTheirFirstAttemptGetItsJob) {
+  auto job_count = [&] { return h_.Get("/v1/jobs?state=all", h_.admin()).body["total"]; };
+  const json before = job_count();
+  constexpr int kRounds = 5;
+  constexpr int kClients = 12;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string key = "race-" + std::to_string(round);
+    std::vector<Resp> answers(kClients);
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kClients; ++c) {
+      clients.emplace_back([&, c] {
+        answers[static_cast<size_t>(c)] =
+            h_.Call("POST", "/v1/jobs", alice_, Job({}).dump(), {{"Idempotency-Key", key}});
+      });
+    }
+    for (auto& t : clients) t.join();
+    int created = 0;
+    std::set<int64_t> ids;
+    for (const Resp& r : answers) {
+      ASSERT_TRUE(r.status == 201 || r.status == 200) << r.status << ": " << r.text;
+      if (r.status == 201) {
+        ++created;
+      } else {
+        EXPECT_EQ(r.body["replayed"], true) << r.text;
+      }
+      ids.insert(r.body["id"].get<int64_t>());
+    }
+    EXPECT_EQ(created, 1) << "round " << round;
+    EXPECT_EQ(ids.size(), 1u) << "round " << round;
+  }
+  EXPECT_EQ(job_count(), before.get<int64_t>() + kRounds);
+}
+
 TEST_F(Api, BudgetValidationChangesNothing) {
   const std::string before = Fingerprint();
   struct Case {

@@ -414,11 +414,14 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
   if (who.role == kRoleAgent) return Refuse(403, "authorization", "agents cannot submit jobs");
   const int64_t now = s.NowS();
   const Impl::SubmitKey key{who.name, job.submit_key};
+  const bool keyed = !job.submit_key.empty();
   {
-    std::lock_guard lock(s.mu);
+    std::unique_lock lock(s.mu);
     // A retry answers as the first attempt did, before anything that may have changed since
-    // (a budget deleted, a node gone) is checked again.
-    if (!job.submit_key.empty()) {
+    // (a budget deleted, a node gone) is checked again; one that comes while the first attempt
+    // commits waits for its answer (the first always gets one: InsertJob returns).
+    if (keyed) {
+      s.submitted.wait(lock, [&] { return s.submitting.count(key) == 0; });
       if (auto it = s.by_submit_key.find(key); it != s.by_submit_key.end()) {
         const store::JobRecord& first = s.jobs.at(it->second).rec;
         if (!SameRequest(first, job))
@@ -427,9 +430,6 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
                             ", which asked for something else; use a new key for a new job");
         return Submitted{it->second, true, first.state};
       }
-      if (s.submitting.count(key))
-        return Refuse(409, "Idempotency-Key",
-                      "a submission with this key is being committed; retry in a moment");
     }
     JobSpec spec;
     spec.gpus = Gpus(job.gpus);
@@ -447,7 +447,7 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
     if (job.command.empty()) return Refuse(400, "command", "must not be empty");
     if (auto ok = ValidateJob(spec, s.nodes, s.opt.config); !ok)
       return Refuse(400, ApiField(ok.error().field), ok.error().reason);
-    if (!job.submit_key.empty()) s.submitting.insert(key);
+    if (keyed) s.submitting.insert(key);
   }
   job.id = 0;
   job.user = who.name;
@@ -463,24 +463,25 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
   job.placement_json = "[]";
   // Durable first (outside the lock, so concurrent submissions share a commit), then queued.
   auto id = s.store.InsertJob(job);
-  if (!job.submit_key.empty()) {
-    std::lock_guard lock(s.mu);
-    s.submitting.erase(key);
-    if (id) s.by_submit_key[key] = *id;
-  }
-  if (!id) return tl::unexpected(StoreFailure(id.error()));
-  job.id = *id;
   // No "submitted" event row: JobEventsJson derives it from submitted_at, which saves a second
-  // commit per submission.
+  // commit per submission. The job is queued under the same lock that publishes its key, so a
+  // retry that finds the key finds the job.
   {
     std::lock_guard lock(s.mu);
-    s.Account(now);
-    JobRt& j = s.jobs[*id];
-    j.rec = std::move(job);
-    j.waiting_since = Seconds(now);
-    s.AddPending(j);
-    ++s.submissions_total;
+    if (keyed) s.submitting.erase(key);
+    if (id) {
+      job.id = *id;
+      s.Account(now);
+      JobRt& j = s.jobs[*id];
+      j.rec = std::move(job);
+      j.waiting_since = Seconds(now);
+      s.AddPending(j);
+      ++s.submissions_total;
+      if (keyed) s.by_submit_key[key] = *id;
+    }
   }
+  if (keyed) s.submitted.notify_all();
+  if (!id) return tl::unexpected(StoreFailure(id.error()));
   return Submitted{*id, false, "pending"};
 }
 

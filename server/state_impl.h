@@ -3,6 +3,7 @@
 // cycle and the agents; state_views.cc: JSON views and metrics).
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
@@ -111,10 +112,13 @@ struct State::Impl {
 
   std::map<int64_t, JobRt> jobs;
   // Idempotency keys, by (user, key): the job each one made, and those whose submission is being
-  // committed (a second request with one of these is refused until the first has an answer).
+  // committed. A second request with one of these waits on `submitted` until the first has its
+  // answer, then answers as the first did: a client whose first attempt timed out while the
+  // commit was slow gets its job, not a refusal.
   using SubmitKey = std::pair<std::string, std::string>;
   std::map<SubmitKey, int64_t> by_submit_key;
   std::set<SubmitKey> submitting;
+  std::condition_variable submitted;
   using QueueKey = std::pair<int64_t, int64_t>;  // (queued_since, id)
   std::set<QueueKey> pending_funded, pending_unfunded;
   std::set<int64_t> running;  // running or stopping
