@@ -8,6 +8,7 @@
 
 #include "store/copy.h"
 #include "store/pg_store.h"
+#include "store/sqlite_backup.h"
 #include "store/sqlite_store.h"
 
 namespace hg::cmd {
@@ -19,8 +20,12 @@ struct Args {
   std::string from_data, from_database, to_data, to_database;
 };
 
-int Fail(const std::string& what) {
-  std::fprintf(stderr, "hourglass store copy: %s\n", what.c_str());
+struct BackupArgs {
+  std::string data, to;
+};
+
+int Fail(const std::string& what, const char* sub = "copy") {
+  std::fprintf(stderr, "hourglass store %s: %s\n", sub, what.c_str());
   return 2;
 }
 
@@ -109,6 +114,22 @@ int Run(const Args& a) {
   return 0;
 }
 
+int RunBackup(const BackupArgs& a) {
+  const auto began = std::chrono::steady_clock::now();
+  if (!fs::exists(DbFile(a.data))) return Fail("--data: no hourglass.db in " + a.data, "backup");
+  auto jobs = store::BackupSqlite(DbFile(a.data), a.to);
+  if (!jobs) return Fail(jobs.error().ToString(), "backup");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  std::error_code ec;
+  std::printf(
+      "backed up %s to %s (%lld jobs, %lld bytes) in %.1f s; to restore, give a new server a "
+      "--data holding it as hourglass.db, with %s/admin.token\n",
+      DbFile(a.data).c_str(), a.to.c_str(), static_cast<long long>(*jobs),
+      static_cast<long long>(fs::file_size(a.to, ec)), seconds, a.data.c_str());
+  return 0;
+}
+
 }  // namespace
 
 void AddStoreCommand(CLI::App& app, int& exit_code) {
@@ -128,6 +149,15 @@ void AddStoreCommand(CLI::App& app, int& exit_code) {
   copy->add_option("--to-database", args->to_database,
                    "the target: a PostgreSQL connection string or URL (an empty database)");
   copy->callback([args, &exit_code] { exit_code = Run(*args); });
+
+  auto backup_args = std::make_shared<BackupArgs>();
+  CLI::App* backup = group->add_subcommand(
+      "backup",
+      "write a consistent copy of a SQLite store to a new file, while its server runs (on "
+      "PostgreSQL use pg_dump)");
+  backup->add_option("--data", backup_args->data, "the server's --data")->required();
+  backup->add_option("--to", backup_args->to, "the new file (never overwritten)")->required();
+  backup->callback([backup_args, &exit_code] { exit_code = RunBackup(*backup_args); });
 }
 
 }  // namespace hg::cmd

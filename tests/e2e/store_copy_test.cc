@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,32 @@ namespace hg::e2e {
 namespace {
 
 using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// Starts a server on `data` (beside the cluster's) and checks that it has the jobs, answers
+// `token`, and did not make a new admin (the copied admin.token stays valid).
+void ExpectServedAsBefore(const std::string& data, const std::string& token,
+                          const std::vector<int64_t>& ids) {
+  const std::string port_file = data + ".port";
+  Process server({HOURGLASS_BIN, "server", "--data", data, "--listen", "127.0.0.1:0", "--port-file",
+                  port_file, "--interval-ms", "200"},
+                 data + "-run");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string p = ReadFile(port_file);
+        return !p.empty() && p.back() == '\n';
+      },
+      10s))
+      << server.Output();
+  EXPECT_EQ(server.Output().find("admin token (shown once"), std::string::npos)
+      << "a new admin was made: " << server.Output();
+  httplib::Client cli("127.0.0.1", std::stoi(ReadFile(port_file)));
+  for (int64_t id : ids) {
+    auto job = cli.Get("/v1/jobs/" + std::to_string(id), {{"Authorization", "Bearer " + token}});
+    ASSERT_TRUE(job);
+    EXPECT_EQ(job->status, 200) << id << ": " << job->body;
+  }
+}
 
 TEST(E2eStoreCopy, MistakesAreRefusedAndACopiedFolderServesTheSameJobs) {
   Cluster c;
@@ -56,24 +83,33 @@ TEST(E2eStoreCopy, MistakesAreRefusedAndACopiedFolderServesTheSameJobs) {
   EXPECT_EQ(again_rc, 2) << again;
   EXPECT_NE(again.find("already holds"), std::string::npos) << again;
 
-  const std::string port_file = c.dir() + "/copy.port";
-  Process server({HOURGLASS_BIN, "server", "--data", to, "--listen", "127.0.0.1:0", "--port-file",
-                  port_file, "--interval-ms", "200"},
-                 c.dir() + "/copy-run");
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string p = ReadFile(port_file);
-        return !p.empty() && p.back() == '\n';
-      },
-      10s))
-      << server.Output();
-  EXPECT_EQ(server.Output().find("admin token (shown once"), std::string::npos)
-      << "the copy's admin was made anew: " << server.Output();
-  httplib::Client cli("127.0.0.1", std::stoi(ReadFile(port_file)));
-  auto job = cli.Get("/v1/jobs/" + std::to_string(id), {{"Authorization", "Bearer " + alice}});
-  ASSERT_TRUE(job);
-  ASSERT_EQ(job->status, 200) << job->body;
-  EXPECT_EQ(Json::parse(job->body)["state"], "succeeded") << job->body;
+  ExpectServedAsBefore(to, alice, {id});
+}
+
+// An online backup, taken while the server runs and takes submissions: a server started on it
+// has every job acknowledged before the backup began, and keeps the old admin token.
+TEST(E2eStoreCopy, ABackupTakenWhileTheServerRunsIsServedByANewServer) {
+  Cluster c;
+  c.AddAgent(Node("n1", 2));
+  const std::string alice = c.AddPrincipal("alice", "user");
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 20; ++i)
+    ids.push_back(c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice));
+  const std::string restore = c.dir() + "/restore";
+  fs::create_directories(restore);
+  const std::vector<std::string> backup{
+      "store", "backup", "--data", c.dir() + "/server", "--to", restore + "/hourglass.db"};
+  auto [rc, out] = c.Cli(backup, "");
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("(20 jobs,"), std::string::npos) << out;
+  auto [again_rc, again] = c.Cli(backup, "");
+  EXPECT_EQ(again_rc, 2) << again;
+  EXPECT_NE(again.find("never overwrites"), std::string::npos) << again;
+  // The server goes on meanwhile.
+  EXPECT_TRUE(c.WaitState(ids.back(), "succeeded"));
+
+  fs::copy_file(c.dir() + "/server/admin.token", restore + "/admin.token");
+  ExpectServedAsBefore(restore, alice, ids);
 }
 
 }  // namespace
