@@ -183,6 +183,7 @@ void Agent::Shutdown() {
 Agent::Reply Agent::Post(const std::string& path, const std::string& body) {
   Reply out;
   httplib::Client cli(opt_.server_url);
+  if (!opt_.ca_file.empty()) cli.set_ca_cert_path(opt_.ca_file);
   cli.set_connection_timeout(std::chrono::milliseconds(opt_.connect_timeout_ms));
   cli.set_read_timeout(std::chrono::milliseconds(opt_.read_timeout_ms));
   cli.set_write_timeout(std::chrono::milliseconds(opt_.read_timeout_ms));

@@ -28,8 +28,11 @@ class Server;
 namespace hg::agent {
 
 struct AgentOptions {
-  std::string server_url;  // http://host:port
-  std::string token;       // the agent principal's bearer token
+  std::string server_url;  // http://host:port or https://host:port
+  // https: the PEM file of the CA (or the certificate itself) that signed the server's
+  // certificate; empty: the system's CAs.
+  std::string ca_file;
+  std::string token;  // the agent principal's bearer token
   std::string node;
   Inventory inventory;
   std::string data_dir = ".";  // job logs under <data_dir>/logs

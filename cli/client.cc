@@ -90,6 +90,7 @@ CliResult<Json> HttpResponse::JsonBody() const {
 
 Client::Client(ClientConfig config, ClientOptions options)
     : config_(std::move(config)), http_(std::make_unique<httplib::Client>(config_.url)) {
+  if (!config_.ca_file.empty()) http_->set_ca_cert_path(config_.ca_file);
   http_->set_connection_timeout(options.connect_timeout_ms / 1000,
                                 (options.connect_timeout_ms % 1000) * 1000);
   http_->set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);

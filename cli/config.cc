@@ -49,9 +49,11 @@ Result<ClientConfig> ParseConfigFile(const std::string& text, const std::string&
       config.url = std::string(value);
     } else if (key == "token") {
       config.token = std::string(value);
+    } else if (key == "ca_file") {
+      config.ca_file = std::string(value);
     } else {
-      return tl::unexpected(
-          FileError(path, line, key.empty() ? "key" : key, "unknown key (known: url, token)"));
+      return tl::unexpected(FileError(path, line, key.empty() ? "key" : key,
+                                      "unknown key (known: url, token, ca_file)"));
     }
     if (value.empty()) return tl::unexpected(FileError(path, line, key, "empty value"));
   }
@@ -83,9 +85,15 @@ Result<ClientConfig> ResolveConfig(const std::map<std::string, std::string>& env
   }
   if (const std::string* url = Find(env, "HOURGLASS_URL")) config.url = *url;
   if (const std::string* token = Find(env, "HOURGLASS_TOKEN")) config.token = *token;
+  if (const std::string* ca = Find(env, "HOURGLASS_CA_FILE")) config.ca_file = *ca;
   while (!config.url.empty() && config.url.back() == '/') config.url.pop_back();
   if (config.url.rfind("http://", 0) != 0 && config.url.rfind("https://", 0) != 0) {
     return tl::unexpected(Error{"url", "'" + config.url + "' is not an http:// or https:// URL",
+                                config.config_file, 0});
+  }
+  if (!config.ca_file.empty() && config.url.rfind("https://", 0) != 0) {
+    return tl::unexpected(Error{"ca_file",
+                                "only for an https:// url (the url is " + config.url + ")",
                                 config.config_file, 0});
   }
   return config;

@@ -79,7 +79,7 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   const std::string path = Write("bad.conf", "url=http://x:1\ntokn=hg_typo\n");
   auto c = ResolveConfig({{"HOURGLASS_CONFIG", path}});
   ASSERT_FALSE(c.has_value());
-  EXPECT_EQ(c.error().ToString(), path + ":2: tokn: unknown key (known: url, token)");
+  EXPECT_EQ(c.error().ToString(), path + ":2: tokn: unknown key (known: url, token, ca_file)");
 
   Write("bad2.conf", "url\n");
   c = ResolveConfig({{"HOURGLASS_CONFIG", dir_ + "/bad2.conf"}});
@@ -91,6 +91,22 @@ TEST_F(ConfigTest, FileErrorsNameFileLineAndKey) {
   ASSERT_FALSE(c.has_value());
   EXPECT_EQ(c.error().line, 3);
   EXPECT_EQ(c.error().field, "token");
+}
+
+// The CA file for an https:// server: from the file or HOURGLASS_CA_FILE (which wins), and refused
+// beside an http:// url, where it would silently do nothing.
+TEST_F(ConfigTest, CaFileIsReadAndOnlyForHttps) {
+  Write(".hourglass", "url=https://head:8443\nca_file = /etc/hourglass/ca.pem\n");
+  auto c = ResolveConfig({{"HOME", dir_}});
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->ca_file, "/etc/hourglass/ca.pem");
+  c = ResolveConfig({{"HOME", dir_}, {"HOURGLASS_CA_FILE", "/tmp/other.pem"}});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->ca_file, "/tmp/other.pem");
+  c = ResolveConfig(
+      {{"HOME", dir_}, {"HOURGLASS_URL", "http://head:8080"}, {"HOURGLASS_CA_FILE", "/x.pem"}});
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().field, "ca_file");
 }
 
 TEST_F(ConfigTest, UrlMustBeHttp) {

@@ -1,6 +1,7 @@
 #include "cmd/agent_command.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -18,6 +19,7 @@ namespace {
 
 struct AgentArgs {
   std::string server;
+  std::string ca_file;
   std::string token_file;
   std::string node;
   int gpus = -1;
@@ -49,6 +51,13 @@ Result<agent::AgentOptions> BuildOptions(const AgentArgs& a) {
     return Fail("--server", "'" + a.server + "' is not an http:// or https:// URL");
   o.server_url = a.server;
   while (o.server_url.back() == '/') o.server_url.pop_back();
+  if (!a.ca_file.empty()) {
+    if (o.server_url.rfind("https://", 0) != 0)
+      return Fail("--ca-file", "only for an https:// --server");
+    if (::access(a.ca_file.c_str(), R_OK) != 0)
+      return Fail("--ca-file", "cannot read " + a.ca_file);
+    o.ca_file = a.ca_file;
+  }
   if (!a.token_file.empty()) {
     std::ifstream in(a.token_file);
     if (!in) return Fail("--token-file", "cannot read " + a.token_file);
@@ -120,6 +129,10 @@ void AddAgentCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<AgentArgs>();
   auto* cmd = app.add_subcommand("agent", "run the node agent: start and stop jobs on this node");
   cmd->add_option("--server", args->server, "Server URL, e.g. http://10.0.0.1:8080")->required();
+  cmd->add_option("--ca-file", args->ca_file,
+                  "https: the PEM CA (or certificate) the server's certificate is checked "
+                  "against (default: the system's CAs)")
+      ->envname("HOURGLASS_CA_FILE");
   cmd->add_option("--token-file", args->token_file,
                   "File holding the agent token (else HOURGLASS_TOKEN)");
   cmd->add_option("--node", args->node, "This node's name")->required();

@@ -21,7 +21,8 @@ using cli::CliResult;
 
 std::map<std::string, std::string> Environment() {
   std::map<std::string, std::string> env;
-  for (const char* key : {"HOURGLASS_URL", "HOURGLASS_TOKEN", "HOURGLASS_CONFIG", "HOME"}) {
+  for (const char* key :
+       {"HOURGLASS_URL", "HOURGLASS_TOKEN", "HOURGLASS_CA_FILE", "HOURGLASS_CONFIG", "HOME"}) {
     if (const char* v = std::getenv(key)) env[key] = v;
   }
   return env;

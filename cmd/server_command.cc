@@ -23,6 +23,7 @@ struct Args {
   bool standby = false;
   std::string listen = "127.0.0.1:8080";
   std::string port_file;
+  std::string tls_cert, tls_key;
   std::string policy = "hourglass";
   int64_t interval_ms = server::ServerOptions{}.interval_ms;
   int64_t timer_ms = server::ServerOptions{}.timer_ms;
@@ -45,6 +46,8 @@ int Run(const Args& a) {
   if (a.standby && a.database.empty())
     return Fail("--standby: needs --database (a standby waits for another server's database)");
   o.standby = a.standby;
+  o.tls_cert = a.tls_cert;
+  o.tls_key = a.tls_key;
   const size_t colon = a.listen.rfind(':');
   if (colon == std::string::npos) return Fail("--listen: '" + a.listen + "' is not HOST:PORT");
   o.host = a.listen.substr(0, colon);
@@ -109,8 +112,9 @@ int Run(const Args& a) {
   if (!srv.NewAdminToken().empty())
     std::printf("admin token (shown once, also in %s): %s\n", srv.AdminTokenFile().c_str(),
                 srv.NewAdminToken().c_str());
-  std::printf("hourglass server listening on http://%s:%d (data in %s%s)\n", o.host.c_str(),
-              srv.Port(), o.data_dir.c_str(), o.database.empty() ? "" : ", state in PostgreSQL");
+  std::printf("hourglass server listening on %s://%s:%d (data in %s%s)\n",
+              o.tls_cert.empty() ? "http" : "https", o.host.c_str(), srv.Port(), o.data_dir.c_str(),
+              o.database.empty() ? "" : ", state in PostgreSQL");
   std::printf("policy %s: %s\n", o.policy.c_str(), Describe(o.config).c_str());
   std::fflush(stdout);
   if (!a.port_file.empty()) {
@@ -159,6 +163,10 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
                 "port) and take over once it has gone, instead of failing");
   cmd->add_option("--listen", args->listen, "HOST:PORT to listen on (port 0: any free port)");
   cmd->add_option("--port-file", args->port_file, "write the bound port to this file");
+  cmd->add_option("--tls-cert", args->tls_cert,
+                  "serve HTTPS only, with this PEM certificate (chain); needs --tls-key. Agents "
+                  "and the CLI verify it (--ca-file, HOURGLASS_CA_FILE)");
+  cmd->add_option("--tls-key", args->tls_key, "the certificate's PEM private key");
   cmd->add_option("--policy", args->policy, "scheduling policy (default hourglass)");
   cmd->add_option("--interval-ms", args->interval_ms,
                   "scheduling tick in ms (default 10000, the simulator's)")

@@ -7,7 +7,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   libsqlite3-dev libpq-dev postgresql libsodium-dev libcpp-httplib-dev
-  chromium sqlite3
+  chromium sqlite3 openssl
   clang libclang-rt-14-dev clang-tidy
 )
 missing=()

@@ -39,6 +39,24 @@ Result<void> Server::Start() {
                                {"--interval-ms", "--timer-ms", "--max-gap-ms"});
       !ok)
     return tl::unexpected(ok.error());
+  // HTTPS is checked before the store is opened: a mistyped file must not take the database.
+  std::unique_ptr<httplib::Server> http;
+  if (opt_.tls_cert.empty() != opt_.tls_key.empty())
+    return Fail(opt_.tls_cert.empty() ? "--tls-cert" : "--tls-key",
+                "HTTPS needs both --tls-cert and --tls-key");
+  if (!opt_.tls_cert.empty()) {
+    for (const std::string& f : {opt_.tls_cert, opt_.tls_key}) {
+      if (::access(f.c_str(), R_OK) != 0)
+        return Fail(f == opt_.tls_cert ? "--tls-cert" : "--tls-key", "cannot read " + f);
+    }
+    auto tls = std::make_unique<httplib::SSLServer>(opt_.tls_cert.c_str(), opt_.tls_key.c_str());
+    if (!tls->is_valid())
+      return Fail("--tls-cert", "cannot use " + opt_.tls_cert + " with " + opt_.tls_key +
+                                    ": not a PEM certificate and its private key");
+    http = std::move(tls);
+  } else {
+    http = std::make_unique<httplib::Server>();
+  }
   std::error_code ec;
   std::filesystem::create_directories(opt_.data_dir, ec);
   if (ec) return Fail("--data", "cannot create " + opt_.data_dir + ": " + ec.message());
@@ -96,7 +114,7 @@ Result<void> Server::Start() {
         return {};
       });
 
-  http_ = std::make_unique<httplib::Server>();
+  http_ = std::move(http);
   const int threads = opt_.threads;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // httplib writes a reply's headers and body separately: without TCP_NODELAY, Nagle holds the

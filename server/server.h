@@ -26,6 +26,10 @@ struct ServerOptions {
   std::string database;
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (read it back with Port())
+  // PEM files: when both are set the server speaks HTTPS only, so that tokens never cross the
+  // network in clear. Clients verify the certificate (cli: ca_file, agent: --ca-file).
+  std::string tls_cert;
+  std::string tls_key;
   std::string policy = "hourglass";
   PolicyConfig config = DeployedConfig();  // the policy's tuning (hourglass server's flags)
   // The scheduling tick (server/scheduler.h): the simulator's interval, so that `hourglass sim`

@@ -100,8 +100,12 @@ void WriteFile(const std::string& path, const std::string& text) {
 
 bool FileExists(const std::string& path) { return fs::exists(path); }
 
-Cluster::Cluster(int interval_ms, int lost_after_s, std::vector<std::string> server_args)
-    : interval_ms_(interval_ms), lost_after_s_(lost_after_s), server_args_(std::move(server_args)) {
+Cluster::Cluster(int interval_ms, int lost_after_s, std::vector<std::string> server_args,
+                 std::string tls_ca)
+    : interval_ms_(interval_ms),
+      lost_after_s_(lost_after_s),
+      server_args_(std::move(server_args)),
+      tls_ca_(std::move(tls_ca)) {
   std::string tmpl = (fs::temp_directory_path() / "hg-e2e-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -182,6 +186,7 @@ void Cluster::AddAgent(const AgentOptions& opt) {
   if (!opt.health_cmd.empty()) {
     argv.insert(argv.end(), {"--health-cmd", opt.health_cmd, "--health-interval-s", "1"});
   }
+  if (!tls_ca_.empty()) argv.insert(argv.end(), {"--ca-file", tls_ca_});
   agents_[opt.node] = std::make_unique<Process>(argv, data + "/agent");
   const bool ready = WaitFor([&] {
     const Response r = Admin("GET", "/v1/nodes");
@@ -221,7 +226,8 @@ void Cluster::AddBudget(const std::string& name, const std::string& parent, doub
 Response Cluster::Call(const std::string& method, const std::string& path,
                        const std::optional<Json>& body, const std::string& token,
                        const std::map<std::string, std::string>& extra) const {
-  httplib::Client cli("127.0.0.1", port_);
+  httplib::Client cli(url());
+  if (!tls_ca_.empty()) cli.set_ca_cert_path(tls_ca_);
   cli.set_connection_timeout(2, 0);
   cli.set_read_timeout(10, 0);
   cli.set_tcp_nodelay(true);
@@ -281,6 +287,7 @@ std::pair<int, std::string> Cluster::Cli(const std::vector<std::string>& args,
   if (pid == 0) {
     setenv("HOURGLASS_URL", url().c_str(), 1);
     setenv("HOURGLASS_TOKEN", token.c_str(), 1);
+    if (!tls_ca_.empty()) setenv("HOURGLASS_CA_FILE", tls_ca_.c_str(), 1);
     const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(fd, 1);
     dup2(fd, 2);

@@ -80,12 +80,16 @@ class Cluster {
  public:
   // Starts a server in a fresh temporary folder and waits until it answers /healthz.
   // `server_args` are added to the server's command line (say, policy tuning flags).
+  // `tls_ca`: the server speaks HTTPS (server_args carry --tls-cert and --tls-key), and the test's
+  // client, the agents and the CLI check its certificate against this PEM file.
   explicit Cluster(int interval_ms = 200, int lost_after_s = 3,
-                   std::vector<std::string> server_args = {});
+                   std::vector<std::string> server_args = {}, std::string tls_ca = "");
   ~Cluster();
 
   const std::string& dir() const { return dir_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return (tls_ca_.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(port_);
+  }
   int port() const { return port_; }
   const std::string& admin_token() const { return admin_token_; }
 
@@ -139,6 +143,7 @@ class Cluster {
   int interval_ms_;
   int lost_after_s_;
   std::vector<std::string> server_args_;
+  std::string tls_ca_;
   std::string admin_token_;
   std::string agent_token_;
   int server_starts_ = 0;

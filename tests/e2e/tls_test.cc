@@ -1,0 +1,114 @@
+// HTTPS, as a site deploys it so that tokens never cross the network in clear: the server serves
+// only HTTPS with its certificate, agents and the CLI check that certificate against the site's
+// CA file, and a client that cannot check it (another CA, plain HTTP) gets nothing.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/e2e/cluster.h"
+
+namespace hg::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A folder with two self-signed certificates for 127.0.0.1 (the site's, and another site's),
+// made with the openssl command.
+class Certs {
+ public:
+  Certs() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "hg-tls-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
+    ok_ = !dir_.empty() && Make("site") && Make("other");
+  }
+  ~Certs() {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  bool ok() const { return ok_; }
+  std::string Cert(const std::string& name) const { return dir_ + "/" + name + ".pem"; }
+  std::string Key(const std::string& name) const { return dir_ + "/" + name + ".key"; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  bool Make(const std::string& name) const {
+    const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name +
+                            " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+                            Key(name) + " -out " + Cert(name) + " > /dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0;
+  }
+  std::string dir_;
+  bool ok_ = false;
+};
+
+TEST(E2eTls, AgentsAndTheCliWorkOverHttpsAndUncheckedClientsGetNothing) {
+  Certs certs;
+  ASSERT_TRUE(certs.ok()) << "openssl could not make the test certificates";
+  Cluster c(200, 3, {"--tls-cert", certs.Cert("site"), "--tls-key", certs.Key("site")},
+            certs.Cert("site"));
+  EXPECT_NE(c.ServerOutput().find("listening on https://"), std::string::npos) << c.ServerOutput();
+  c.AddAgent(Node("n1", 2));  // registers and heartbeats over HTTPS, checking the certificate
+  const std::string alice = c.AddPrincipal("alice", "user");
+  const int64_t id = c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+  ASSERT_TRUE(c.WaitState(id, "succeeded")) << c.Job(id).dump();
+  auto [rc, out] = c.Cli({"show", std::to_string(id)}, alice);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("succeeded"), std::string::npos) << out;
+
+  // Plain HTTP to the HTTPS port: no answer.
+  httplib::Client plain("http://127.0.0.1:" + std::to_string(c.port()));
+  plain.set_connection_timeout(2, 0);
+  plain.set_read_timeout(2, 0);
+  auto res = plain.Get("/healthz");
+  EXPECT_TRUE(!res || res->status != 200);
+  // A client that checks against another CA refuses the server.
+  httplib::Client other(c.url());
+  other.set_ca_cert_path(certs.Cert("other"));
+  auto refused = other.Get("/healthz");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), httplib::Error::SSLServerVerification);
+  const std::string cli_out = certs.dir() + "/cli.out";
+  const std::string cmd = "HOURGLASS_URL=" + c.url() + " HOURGLASS_TOKEN=" + alice +
+                          " HOURGLASS_CA_FILE=" + certs.Cert("other") + " " + HOURGLASS_BIN +
+                          " jobs > " + cli_out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_NE(ReadFile(cli_out).find("TLS handshake failed"), std::string::npos) << ReadFile(cli_out);
+}
+
+// A certificate that does not go with its key, or half of the pair, is refused at start with the
+// flag named, before the store is opened.
+TEST(E2eTls, AServerWithABadCertificatePairDoesNotStart) {
+  Certs certs;
+  ASSERT_TRUE(certs.ok()) << "openssl could not make the test certificates";
+  struct Case {
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  const std::vector<Case> cases{
+      {{"--tls-cert", certs.Cert("site"), "--tls-key", certs.Key("other")}, "--tls-cert"},
+      {{"--tls-cert", certs.Cert("site")}, "--tls-key: HTTPS needs both"},
+      {{"--tls-cert", certs.dir() + "/none.pem", "--tls-key", certs.Key("site")},
+       "--tls-cert: cannot read"},
+  };
+  int n = 0;
+  for (const Case& k : cases) {
+    const std::string data = certs.dir() + "/data" + std::to_string(++n);
+    std::vector<std::string> argv{HOURGLASS_BIN, "server",   "--data",
+                                  data,          "--listen", "127.0.0.1:0"};
+    argv.insert(argv.end(), k.flags.begin(), k.flags.end());
+    Process server(argv, data + "-run");
+    ASSERT_TRUE(WaitFor([&] { return !server.running(); }, 10s)) << server.Output();
+    EXPECT_TRUE(WIFEXITED(server.status()) && WEXITSTATUS(server.status()) == 2) << server.Output();
+    EXPECT_NE(server.Output().find(k.says), std::string::npos) << server.Output();
+    EXPECT_FALSE(FileExists(data + "/hourglass.db")) << server.Output();
+  }
+}
+
+}  // namespace
+}  // namespace hg::e2e
