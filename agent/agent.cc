@@ -95,7 +95,20 @@ Result<std::string> Agent::StartLogService() {
   if (port < 0 || port > 65535)
     return Fail("--logs-listen", "'" + opt_.logs_listen + "' has no valid port");
 
-  logs_server_ = std::make_unique<httplib::Server>();
+  if (opt_.logs_tls_cert.empty() != opt_.logs_tls_key.empty())
+    return Fail("--logs-tls-cert", "HTTPS needs both --logs-tls-cert and --logs-tls-key");
+  const bool tls = !opt_.logs_tls_cert.empty();
+  if (tls) {
+    auto server =
+        std::make_unique<httplib::SSLServer>(opt_.logs_tls_cert.c_str(), opt_.logs_tls_key.c_str());
+    if (!server->is_valid())
+      return Fail("--logs-tls-cert", "cannot use " + opt_.logs_tls_cert + " with " +
+                                         opt_.logs_tls_key +
+                                         ": not a readable PEM certificate and its private key");
+    logs_server_ = std::move(server);
+  } else {
+    logs_server_ = std::make_unique<httplib::Server>();
+  }
   httplib::Server& svr = *logs_server_;
   svr.new_task_queue = [] { return new httplib::ThreadPool(4); };
   svr.set_keep_alive_max_count(4);
@@ -165,7 +178,7 @@ Result<std::string> Agent::StartLogService() {
   }
   // A wildcard bind is reached through the node's name, which is what the server knows it by.
   const std::string url_host = (host == "0.0.0.0" || host == "::") ? opt_.node : host;
-  logs_url_ = fmt::format("http://{}:{}", url_host, bound);
+  logs_url_ = fmt::format("{}://{}:{}", tls ? "https" : "http", url_host, bound);
   logs_thread_ = std::thread([this] { logs_server_->listen_after_bind(); });
   return logs_url_;
 }

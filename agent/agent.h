@@ -41,6 +41,10 @@ struct AgentOptions {
   int64_t health_timeout_ms = 30'000;
   int64_t heartbeat_ms = 0;  // 0: the server's heartbeat_s
   std::string logs_listen = "127.0.0.1:0";
+  // PEM files: when both are set the log service speaks HTTPS (the server calls it with this
+  // agent's token, which must not cross the network in clear when the server speaks HTTPS).
+  std::string logs_tls_cert;
+  std::string logs_tls_key;
   int64_t connect_timeout_ms = 1'000;
   int64_t read_timeout_ms = 3'000;
   int64_t retry_ms = 1'000;  // between registration attempts while the server is away

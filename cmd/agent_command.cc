@@ -32,6 +32,7 @@ struct AgentArgs {
   int64_t health_timeout_s = 30;
   int64_t heartbeat_ms = 0;
   std::string logs_listen = "127.0.0.1:0";
+  std::string logs_tls_cert, logs_tls_key;
   bool keep_jobs = false;
 };
 
@@ -93,6 +94,8 @@ Result<agent::AgentOptions> BuildOptions(const AgentArgs& a) {
   o.heartbeat_ms = a.heartbeat_ms;
   if (a.heartbeat_ms > 0) o.retry_ms = std::min<int64_t>(o.retry_ms, a.heartbeat_ms);
   o.logs_listen = a.logs_listen;
+  o.logs_tls_cert = a.logs_tls_cert;
+  o.logs_tls_key = a.logs_tls_key;
   o.stop_jobs_on_exit = !a.keep_jobs;
   return o;
 }
@@ -148,6 +151,10 @@ void AddAgentCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--heartbeat-ms", args->heartbeat_ms,
                   "Heartbeat period (default: the server's heartbeat_s)");
   cmd->add_option("--logs-listen", args->logs_listen, "HOST:PORT of the log service (0: any)");
+  cmd->add_option("--logs-tls-cert", args->logs_tls_cert,
+                  "serve the log service over HTTPS with this PEM certificate (the server checks "
+                  "it with its --agents-ca-file); needs --logs-tls-key");
+  cmd->add_option("--logs-tls-key", args->logs_tls_key, "the log certificate's PEM private key");
   cmd->add_flag("--keep-jobs-on-exit", args->keep_jobs,
                 "Leave jobs running when the agent exits (default: stop them)");
   cmd->callback([args, &exit_code] { exit_code = RunAgent(*args); });

@@ -23,7 +23,7 @@ struct Args {
   bool standby = false;
   std::string listen = "127.0.0.1:8080";
   std::string port_file;
-  std::string tls_cert, tls_key;
+  std::string tls_cert, tls_key, agents_ca_file;
   std::string policy = "hourglass";
   int64_t interval_ms = server::ServerOptions{}.interval_ms;
   int64_t timer_ms = server::ServerOptions{}.timer_ms;
@@ -48,6 +48,7 @@ int Run(const Args& a) {
   o.standby = a.standby;
   o.tls_cert = a.tls_cert;
   o.tls_key = a.tls_key;
+  o.agents_ca_file = a.agents_ca_file;
   const size_t colon = a.listen.rfind(':');
   if (colon == std::string::npos) return Fail("--listen: '" + a.listen + "' is not HOST:PORT");
   o.host = a.listen.substr(0, colon);
@@ -167,6 +168,9 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
                   "serve HTTPS only, with this PEM certificate (chain); needs --tls-key. Agents "
                   "and the CLI verify it (--ca-file, HOURGLASS_CA_FILE)");
   cmd->add_option("--tls-key", args->tls_key, "the certificate's PEM private key");
+  cmd->add_option("--agents-ca-file", args->agents_ca_file,
+                  "the PEM CA the agents' HTTPS log services (agent --logs-tls-cert) are checked "
+                  "against (default: the system's CAs)");
   cmd->add_option("--policy", args->policy, "scheduling policy (default hourglass)");
   cmd->add_option("--interval-ms", args->interval_ms,
                   "scheduling tick in ms (default 10000, the simulator's)")

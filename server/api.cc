@@ -166,7 +166,7 @@ Reply<Out> AgentHeartbeat(State& state, Ctx& c) {
 
 // --- logs -------------------------------------------------------------------------------------
 
-Reply<Out> JobLogs(State& state, Ctx& c) {
+Reply<Out> JobLogs(State& state, const LogsOptions& opt, Ctx& c) {
   auto id = PathId(c.req);
   if (!id) return tl::unexpected(id.error());
   const std::string stream =
@@ -180,7 +180,14 @@ Reply<Out> JobLogs(State& state, Ctx& c) {
   auto src = state.LogsOf(c.who, *id, static_cast<int32_t>(*attempt));
   if (!src) return tl::unexpected(src.error());
   if (src->logs_url.empty()) return Refuse(404, "logs", "the agent has no log service");
+  const bool https = src->logs_url.rfind("https://", 0) == 0;
+  if (opt.https_only && !https)
+    return Refuse(502, "logs",
+                  "the agent's log service at " + src->logs_url +
+                      " is plain HTTP, and this server sends agents' tokens over HTTPS only; "
+                      "start the agent with --logs-tls-cert and --logs-tls-key");
   httplib::Client cli(src->logs_url);
+  if (https && !opt.agents_ca_file.empty()) cli.set_ca_cert_path(opt.agents_ca_file);
   cli.set_connection_timeout(2, 0);
   cli.set_read_timeout(10, 0);
   if (!src->token.empty()) cli.set_bearer_token_auth(src->token);
@@ -216,7 +223,7 @@ Reply<Out> Lift(Reply<json> r) {
 
 }  // namespace
 
-void InstallRoutes(httplib::Server& svr, State& state) {
+void InstallRoutes(httplib::Server& svr, State& state, const LogsOptions& logs) {
   svr.set_payload_max_length(kMaxBodyBytes);
   svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -326,7 +333,7 @@ void InstallRoutes(httplib::Server& svr, State& state) {
              return Lift(st->ReportActivity(c.who, *id));
            }));
   svr.Get(R"(/v1/jobs/(\d+)/logs)",
-          Wrap(state, Access::kUser, [st](Ctx& c) { return JobLogs(*st, c); }));
+          Wrap(state, Access::kUser, [st, logs](Ctx& c) { return JobLogs(*st, logs, c); }));
 
   // Nodes.
   svr.Get("/v1/nodes",

@@ -128,7 +128,10 @@ Result<void> Server::Start() {
   http_->set_keep_alive_timeout(1);
   http_->set_read_timeout(10, 0);
   http_->set_write_timeout(10, 0);
-  InstallRoutes(*http_, *state_);
+  LogsOptions logs;
+  logs.https_only = !opt_.tls_cert.empty();
+  logs.agents_ca_file = opt_.agents_ca_file;
+  InstallRoutes(*http_, *state_, logs);
   // The packaged httplib listens with a backlog of 5, so a burst of 64 clients connecting at
   // once overflows it and connections stall for a SYN retry. Remember the listening socket and
   // widen the backlog after the bind.

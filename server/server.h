@@ -30,6 +30,9 @@ struct ServerOptions {
   // network in clear. Clients verify the certificate (cli: ca_file, agent: --ca-file).
   std::string tls_cert;
   std::string tls_key;
+  // The PEM CA the agents' log services' certificates are checked against (https:// log URLs);
+  // empty: the system's CAs.
+  std::string agents_ca_file;
   std::string policy = "hourglass";
   PolicyConfig config = DeployedConfig();  // the policy's tuning (hourglass server's flags)
   // The scheduling tick (server/scheduler.h): the simulator's interval, so that `hourglass sim`

@@ -187,6 +187,7 @@ void Cluster::AddAgent(const AgentOptions& opt) {
     argv.insert(argv.end(), {"--health-cmd", opt.health_cmd, "--health-interval-s", "1"});
   }
   if (!tls_ca_.empty()) argv.insert(argv.end(), {"--ca-file", tls_ca_});
+  argv.insert(argv.end(), opt.extra_args.begin(), opt.extra_args.end());
   agents_[opt.node] = std::make_unique<Process>(argv, data + "/agent");
   const bool ready = WaitFor([&] {
     const Response r = Admin("GET", "/v1/nodes");

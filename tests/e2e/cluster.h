@@ -63,7 +63,8 @@ struct AgentOptions {
   std::string node;
   int gpus = 2;
   std::string block = "b0";
-  std::string health_cmd;  // empty: none
+  std::string health_cmd;               // empty: none
+  std::vector<std::string> extra_args;  // added to the agent's command line
 };
 
 inline AgentOptions Node(std::string name, int gpus, std::string block = "b0",

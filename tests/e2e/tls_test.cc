@@ -49,16 +49,44 @@ class Certs {
 TEST(E2eTls, AgentsAndTheCliWorkOverHttpsAndUncheckedClientsGetNothing) {
   Certs certs;
   ASSERT_TRUE(certs.ok()) << "openssl could not make the test certificates";
-  Cluster c(200, 3, {"--tls-cert", certs.Cert("site"), "--tls-key", certs.Key("site")},
+  Cluster c(200, 3,
+            {"--tls-cert", certs.Cert("site"), "--tls-key", certs.Key("site"), "--agents-ca-file",
+             certs.Cert("site")},
             certs.Cert("site"));
   EXPECT_NE(c.ServerOutput().find("listening on https://"), std::string::npos) << c.ServerOutput();
-  c.AddAgent(Node("n1", 2));  // registers and heartbeats over HTTPS, checking the certificate
+  // Registers and heartbeats over HTTPS, checking the certificate, and serves its logs over
+  // HTTPS, which the server checks in turn.
+  AgentOptions n1 = Node("n1", 2);
+  n1.extra_args = {"--logs-tls-cert", certs.Cert("site"), "--logs-tls-key", certs.Key("site")};
+  c.AddAgent(n1);
   const std::string alice = c.AddPrincipal("alice", "user");
-  const int64_t id = c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+  const int64_t id =
+      c.Submit(Json{{"gpus", 1}, {"command", {"echo", "over tls"}}, {"cwd", c.dir()}}, alice);
   ASSERT_TRUE(c.WaitState(id, "succeeded")) << c.Job(id).dump();
   auto [rc, out] = c.Cli({"show", std::to_string(id)}, alice);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("succeeded"), std::string::npos) << out;
+  auto [logs_rc, logs] = c.Cli({"logs", std::to_string(id)}, alice);
+  EXPECT_EQ(logs_rc, 0) << logs;
+  EXPECT_NE(logs.find("over tls"), std::string::npos) << logs;
+
+  // An agent whose log service is plain HTTP is not sent its token: its logs are refused, with
+  // what to do.
+  c.StopAgent("n1");
+  ASSERT_TRUE(WaitFor([&] {
+    const Response nodes = c.Admin("GET", "/v1/nodes");
+    for (const Json& n : nodes.body["nodes"])
+      if (n["name"] == "n1") return n["state"] == "lost";
+    return false;
+  }));
+  c.AddAgent(Node("n2", 2));
+  const int64_t plain_logs =
+      c.Submit(Json{{"gpus", 1}, {"command", {"echo", "in clear"}}, {"cwd", c.dir()}}, alice);
+  ASSERT_TRUE(c.WaitState(plain_logs, "succeeded")) << c.Job(plain_logs).dump();
+  const Response refused_logs =
+      c.Call("GET", "/v1/jobs/" + std::to_string(plain_logs) + "/logs", std::nullopt, alice);
+  EXPECT_EQ(refused_logs.status, 502) << refused_logs.raw;
+  EXPECT_NE(refused_logs.raw.find("--logs-tls-cert"), std::string::npos) << refused_logs.raw;
 
   // Plain HTTP to the HTTPS port: no answer.
   httplib::Client plain("http://127.0.0.1:" + std::to_string(c.port()));
