@@ -88,6 +88,61 @@ std::string RenderPrincipalAdded(const Json& reply) {
       Text(reply, "name"), Text(reply, "token"), Text(reply, "name"));
 }
 
+Request BuildTokenNew(const std::string& name) {
+  return Request{"POST", "/v1/principals/" + UrlEncode(name) + "/tokens", Json::object()};
+}
+
+Request BuildTokenList(const std::string& name) {
+  return Request{"GET", "/v1/principals/" + UrlEncode(name) + "/tokens", std::nullopt};
+}
+
+Request BuildTokenRevoke(const std::string& name, const std::string& id) {
+  return Request{"DELETE", "/v1/principals/" + UrlEncode(name) + "/tokens/" + UrlEncode(id),
+                 std::nullopt};
+}
+
+std::string RenderTokenList(const Json& reply) {
+  if (!reply.contains("tokens") || !reply["tokens"].is_array() || reply["tokens"].empty())
+    return "no tokens\n";
+  Table t({"ID", "CREATED", "IN USE"});
+  for (const Json& k : reply["tokens"]) {
+    t.Add({Text(k, "id"), Time(k, "created_at"), k.value("current", false) ? "this one" : ""});
+  }
+  return t.Render();
+}
+
+CliResult<void> RunTokenNew(Client& c, const std::string& name, bool json, std::ostream& out) {
+  auto reply = c.Call(BuildTokenNew(name));
+  if (!reply) return tl::unexpected(reply.error());
+  out << (json ? reply->dump() + "\n"
+               : fmt::format("token: {}\n(shown once: the server keeps only its hash; give it "
+                             "to {} as HOURGLASS_TOKEN)\n",
+                             Text(*reply, "token"), name));
+  return {};
+}
+
+CliResult<void> RunTokenList(Client& c, const std::string& name, bool json, std::ostream& out) {
+  std::string who = name;
+  if (who.empty()) {
+    auto me = c.Call(BuildWhoami());
+    if (!me) return tl::unexpected(me.error());
+    who = Text(*me, "name");
+  }
+  auto reply = c.Call(BuildTokenList(who));
+  if (!reply) return tl::unexpected(reply.error());
+  out << (json ? reply->dump() + "\n" : RenderTokenList(*reply));
+  return {};
+}
+
+CliResult<void> RunTokenRevoke(Client& c, const std::string& name, const std::string& id, bool json,
+                               std::ostream& out) {
+  auto reply = c.Call(BuildTokenRevoke(name, id));
+  if (!reply) return tl::unexpected(reply.error());
+  out << (json ? reply->dump() + "\n"
+               : fmt::format("token {} of {} revoked: it is refused from now on\n", id, name));
+  return {};
+}
+
 CliResult<void> RunNodes(Client& c, bool json, std::ostream& out) {
   auto reply = c.Call(BuildNodes());
   if (!reply) return tl::unexpected(reply.error());

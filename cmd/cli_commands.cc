@@ -266,6 +266,42 @@ void AddAdminCommands(CLI::App& app, int& exit_code) {
           [&](cli::Client& c) { return cli::RunPrincipalAdd(c, *a, *json, std::cout); });
     });
   }
+  auto* token = app.add_subcommand("token", "bearer tokens: new (admin), list, revoke");
+  token->require_subcommand(1);
+  {
+    auto name = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    auto* sub =
+        Command(*token, "new", "give a principal another token, printed once (admin)", *json);
+    sub->add_option("name", *name, "principal name")->required();
+    sub->callback([name, json, &exit_code] {
+      Run("token new", exit_code,
+          [&](cli::Client& c) { return cli::RunTokenNew(c, *name, *json, std::cout); });
+    });
+  }
+  {
+    auto name = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    auto* sub = Command(*token, "list", "a principal's tokens by id (default: yours)", *json);
+    sub->add_option("name", *name, "principal name (an admin may name anyone)");
+    sub->callback([name, json, &exit_code] {
+      Run("token list", exit_code,
+          [&](cli::Client& c) { return cli::RunTokenList(c, *name, *json, std::cout); });
+    });
+  }
+  {
+    auto name = std::make_shared<std::string>();
+    auto id = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    auto* sub = Command(*token, "revoke",
+                        "revoke a token at once and for good (yours, or anyone's as admin)", *json);
+    sub->add_option("name", *name, "principal name")->required();
+    sub->add_option("id", *id, "the token's id, as `hourglass token list` shows it")->required();
+    sub->callback([name, id, json, &exit_code] {
+      Run("token revoke", exit_code,
+          [&](cli::Client& c) { return cli::RunTokenRevoke(c, *name, *id, *json, std::cout); });
+    });
+  }
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ struct Ctx {
   const httplib::Request& req;
   store::PrincipalRecord who;
   json body;
+  std::string token;  // the bearer token the request came with ("" on public routes)
 };
 
 using Handler = std::function<Reply<Out>(Ctx&)>;
@@ -51,7 +52,7 @@ Out Json(json body, int status = 200) {
 // Wraps a handler: authentication, the role's reach, the JSON body, errors as JSON.
 httplib::Server::Handler Wrap(State& state, Access access, Handler h) {
   return [&state, access, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
-    Ctx ctx{req, {}, json::object()};
+    Ctx ctx{req, {}, json::object(), {}};
     if (access != Access::kPublic) {
       const std::string header = req.get_header_value("Authorization");
       const auto token = BearerToken(header);
@@ -61,6 +62,7 @@ httplib::Server::Handler Wrap(State& state, Access access, Handler h) {
       if (!who) return SendError(res, {503, "store", who.error().ToString()});
       if (!*who) return SendError(res, {401, "authorization", "unknown token"});
       ctx.who = **who;
+      ctx.token = std::string(*token);
       if (access == Access::kAgent && !CanActAsAgent(ctx.who))
         return SendError(res, {403, "authorization", "only agents may call /v1/agents/*"});
       if (access != Access::kAgent && ctx.who.role == kRoleAgent)
@@ -268,6 +270,15 @@ void InstallRoutes(httplib::Server& svr, State& state, const LogsOptions& logs) 
              if (!token) return tl::unexpected(token.error());
              return Json({{"name", name}, {"token", *token}}, 201);
            }));
+
+  svr.Get(R"(/v1/principals/([A-Za-z0-9._-]+)/tokens)",
+          Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+            return Lift(st->TokensJson(c.who, c.req.matches[1], c.token));
+          }));
+  svr.Delete(R"(/v1/principals/([A-Za-z0-9._-]+)/tokens/([^/]+))",
+             Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
+               return Lift(st->RevokeToken(c.who, c.req.matches[1], c.req.matches[2]));
+             }));
 
   // Budgets.
   svr.Get("/v1/budgets",

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "server/auth.h"
 #include "server/test_harness.h"
 
 namespace hg::server::testing {
@@ -210,6 +211,61 @@ TEST_F(Api, RetriesThatRaceTheirFirstAttemptGetItsJob) {
     EXPECT_EQ(ids.size(), 1u) << "round " << round;
   }
   EXPECT_EQ(job_count(), before.get<int64_t>() + kRounds);
+}
+
+// A leaked token is revoked at once and for good: its next request is refused (the server had it
+// in its cache), also after a restart, while the principal's other tokens go on working; a user
+// manages only their own tokens, every revocation is audited, and the last admin token stays.
+TEST_F(Api, ARevokedTokenIsRefusedAtOnceAndForGood) {
+  auto status_of = [&](const std::string& token) { return h_.Get("/v1/whoami", token).status; };
+  const Resp second = h_.Post("/v1/principals/carol/tokens", h_.admin(), json::object());
+  ASSERT_EQ(second.status, 201) << second.text;
+  const std::string leaked = second.body["token"];
+  ASSERT_EQ(status_of(leaked), 200);  // cached from here on
+  const std::string id = HashToken(leaked).substr(0, State::kTokenIdChars);
+
+  const Resp listed = h_.Get("/v1/principals/carol/tokens", carol_);
+  ASSERT_EQ(listed.status, 200) << listed.text;
+  ASSERT_EQ(listed.body["tokens"].size(), 2u) << listed.text;
+  EXPECT_NE(listed.text.find(id), std::string::npos) << listed.text;
+  EXPECT_EQ(listed.text.find(leaked), std::string::npos) << "a token itself was shown";
+  for (const json& t : listed.body["tokens"])
+    EXPECT_EQ(t["current"], t["id"] != id) << "carol asked with her first token: " << listed.text;
+  EXPECT_EQ(h_.Get("/v1/principals/carol/tokens", alice_).status, 403);
+  EXPECT_EQ(h_.Get("/v1/principals/carol/tokens", h_.admin()).status, 200);
+
+  // Refusals change nothing.
+  const std::string before = Fingerprint();
+  const std::string path = "/v1/principals/carol/tokens/";
+  EXPECT_EQ(h_.Call("DELETE", path + id, alice_).status, 403);
+  const Resp bad = h_.Call("DELETE", path + "XYZ", carol_);
+  EXPECT_EQ(bad.status, 400) << bad.text;
+  EXPECT_EQ(bad.body["error"]["field"], "id");
+  EXPECT_EQ(h_.Call("DELETE", path + "000000000000", carol_).status, 404);
+  EXPECT_EQ(Fingerprint(), before);
+  EXPECT_EQ(status_of(leaked), 200);
+
+  const Resp revoked = h_.Call("DELETE", path + id, carol_);
+  ASSERT_EQ(revoked.status, 200) << revoked.text;
+  EXPECT_EQ(status_of(leaked), 401);
+  EXPECT_EQ(status_of(carol_), 200);
+  EXPECT_EQ(h_.Call("DELETE", path + id, carol_).status, 404);
+  const json audit = h_.Get("/v1/audit", h_.admin()).body["entries"];
+  ASSERT_FALSE(audit.empty());
+  EXPECT_EQ(audit.back()["field"], "token");
+  EXPECT_EQ(audit.back()["who"], "carol");
+  EXPECT_EQ(audit.back()["old"], "carol " + id);
+
+  h_.StopServer();
+  h_.StartServer();
+  EXPECT_EQ(status_of(leaked), 401);
+  EXPECT_EQ(status_of(carol_), 200);
+
+  // The only admin token is not revoked: nobody could administer the server again.
+  const std::string admin_id = HashToken(h_.admin()).substr(0, State::kTokenIdChars);
+  const Resp last = h_.Call("DELETE", "/v1/principals/admin/tokens/" + admin_id, h_.admin());
+  EXPECT_EQ(last.status, 409) << last.text;
+  EXPECT_EQ(status_of(h_.admin()), 200);
 }
 
 TEST_F(Api, BudgetValidationChangesNothing) {

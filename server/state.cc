@@ -326,14 +326,22 @@ void State::Impl::RemovePending(JobRt& j) {
 
 Result<std::optional<store::PrincipalRecord>> State::Authenticate(const std::string& token) {
   const std::string hash = HashToken(token);
+  uint64_t generation = 0;
   {
     std::lock_guard lock(impl_->mu);
     if (auto it = impl_->token_cache.find(hash); it != impl_->token_cache.end()) return it->second;
+    generation = impl_->token_generation;
   }
   auto p = impl_->store.PrincipalByTokenHash(hash);
   if (!p) return tl::unexpected(p.error());
   if (*p) {
     std::lock_guard lock(impl_->mu);
+    // A revocation since the read may have been of this token: answer from the store again.
+    if (impl_->token_generation != generation) {
+      auto again = impl_->store.PrincipalByTokenHash(hash);
+      if (!again) return tl::unexpected(again.error());
+      if (!*again) return *again;
+    }
     impl_->token_cache[hash] = **p;
   }
   return *p;
@@ -366,6 +374,76 @@ Reply<std::string> State::NewTokenFor(const std::string& name) {
   if (auto ok = impl_->store.AddToken({HashToken(token), name, impl_->NowS()}); !ok)
     return tl::unexpected(StoreFailure(ok.error()));
   return token;
+}
+
+namespace {
+
+// Who may see and revoke `name`'s tokens: an admin, or `name` itself.
+std::optional<Refusal> TokenAccess(const store::PrincipalRecord& who, const std::string& name) {
+  if (who.role == kRoleAdmin || who.name == name) return std::nullopt;
+  return Refusal{403, "authorization", "only an admin or " + name + " may see its tokens"};
+}
+
+}  // namespace
+
+Reply<nlohmann::json> State::TokensJson(const store::PrincipalRecord& who, const std::string& name,
+                                        const std::string& current) {
+  if (auto no = TokenAccess(who, name)) return tl::unexpected(*no);
+  auto all = impl_->store.Tokens();
+  if (!all) return tl::unexpected(StoreFailure(all.error()));
+  std::vector<store::TokenRecord> mine;
+  for (const auto& t : *all)
+    if (t.principal == name) mine.push_back(t);
+  std::sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.created_at, a.hash) < std::tie(b.created_at, b.hash);
+  });
+  const std::string current_hash = HashToken(current);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : mine) {
+    out.push_back({{"id", t.hash.substr(0, kTokenIdChars)},
+                   {"created_at", t.created_at},
+                   {"current", t.hash == current_hash}});
+  }
+  return nlohmann::json{{"name", name}, {"tokens", out}};
+}
+
+Reply<nlohmann::json> State::RevokeToken(const store::PrincipalRecord& who, const std::string& name,
+                                         const std::string& id) {
+  if (auto no = TokenAccess(who, name)) return tl::unexpected(*no);
+  if (id.size() != kTokenIdChars || id.find_first_not_of("0123456789abcdef") != std::string::npos)
+    return Refuse(400, "id",
+                  "a token id is the " + std::to_string(kTokenIdChars) +
+                      " lowercase hex digits `hourglass token list` shows");
+  std::lock_guard lock(impl_->mu);
+  auto all = impl_->store.Tokens();
+  if (!all) return tl::unexpected(StoreFailure(all.error()));
+  auto principals = impl_->store.Principals();
+  if (!principals) return tl::unexpected(StoreFailure(principals.error()));
+  std::set<std::string> admins;
+  for (const auto& p : *principals)
+    if (p.role == kRoleAdmin) admins.insert(p.name);
+  std::vector<std::string> matches;
+  size_t admin_tokens = 0;
+  for (const auto& t : *all) {
+    if (t.principal == name && t.hash.compare(0, kTokenIdChars, id) == 0) matches.push_back(t.hash);
+    if (admins.count(t.principal)) ++admin_tokens;
+  }
+  if (matches.empty()) return Refuse(404, "id", "no token " + id + " of " + name);
+  if (matches.size() > 1)
+    return Refuse(409, "id", "several tokens of " + name + " start with " + id);
+  // Nobody could administer the server again (the admin token is shown only once).
+  if (admins.count(name) && admin_tokens == 1)
+    return Refuse(409, "id", "the last admin token; create another admin token first");
+  const int64_t now = impl_->NowS();
+  auto ok = impl_->store.Transaction([&](store::Store& s) -> Result<void> {
+    auto gone = s.DeleteToken(matches.front());
+    if (!gone) return tl::unexpected(gone.error());
+    return s.AppendAudit({now, who.name, "", "token", name + " " + id, "revoked"});
+  });
+  if (!ok) return tl::unexpected(StoreFailure(ok.error()));
+  impl_->token_cache.erase(matches.front());
+  ++impl_->token_generation;
+  return nlohmann::json{{"name", name}, {"id", id}, {"revoked", true}};
 }
 
 Reply<nlohmann::json> State::PrincipalsJson() {

@@ -61,12 +61,22 @@ class State {
   const StateOptions& options() const { return opt_; }
 
   // --- principals -------------------------------------------------------------------------
-  // The principal of a token (cached: principals are never deleted), or nullopt.
+  static constexpr size_t kTokenIdChars = 12;
+  // The principal of a token (cached: principals are never deleted, and a revoked token leaves
+  // the cache with its revocation), or nullopt.
   Result<std::optional<store::PrincipalRecord>> Authenticate(const std::string& token);
   // Creates the principal if missing and gives it a new token; returns the token.
   Reply<std::string> CreatePrincipal(const std::string& name, const std::string& role);
   Reply<std::string> NewTokenFor(const std::string& name);
   Reply<nlohmann::json> PrincipalsJson();
+  // A principal's tokens, each named by an id (the first kTokenIdChars hex digits of its hash:
+  // the token itself is never kept), and their revocation, audited. An admin may list and revoke
+  // anyone's; a user or agent only their own (a token that leaked).
+  // `current`: the token of the request, marked in the list so a user knows which one they use.
+  Reply<nlohmann::json> TokensJson(const store::PrincipalRecord& who, const std::string& name,
+                                   const std::string& current);
+  Reply<nlohmann::json> RevokeToken(const store::PrincipalRecord& who, const std::string& name,
+                                    const std::string& id);
   nlohmann::json WhoAmI(const store::PrincipalRecord& who);
   // First start: an "admin" principal with a fresh token, returned once; nullopt if it exists.
   Result<std::optional<std::string>> EnsureAdmin();

@@ -100,6 +100,9 @@ struct State::Impl {
   std::mutex mu;
   // Principals by token hash (principals are never deleted, so the cache never goes stale).
   std::map<std::string, store::PrincipalRecord> token_cache;
+  // Bumped by every revocation: an Authenticate that read the store before a revocation does not
+  // put the revoked token back in the cache after it.
+  uint64_t token_generation = 0;
 
   std::vector<store::BudgetRecord> budgets;  // the store's order
   BudgetTree tree;

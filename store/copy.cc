@@ -131,7 +131,7 @@ Result<StoreContents> CopyStore(Store& from, Store& to) {
     for (const auto& p : c.principals) HG_TRY(tx.PutPrincipal(p));
     for (const auto& t : c.tokens) HG_TRY(tx.AddToken(t));
     for (const auto& b : c.budgets) HG_TRY(tx.PutBudget(b, {}));
-    for (const auto& a : c.audit) HG_TRY(tx.RestoreAudit(a));
+    for (const auto& a : c.audit) HG_TRY(tx.AppendAudit(a));
     for (const auto& j : c.jobs) HG_TRY(tx.RestoreJob(j));
     for (const auto& e : c.events) HG_TRY(tx.AddJobEvent(e));
     for (const auto& r : c.runs) HG_TRY(tx.PutRun(r));

@@ -46,6 +46,12 @@ Result<std::vector<TokenRecord>> TokensOn(Conn& db) {
   return out;
 }
 
+Result<bool> DeleteTokenOn(Conn& db, const std::string& hash) {
+  auto rows = db.Exec("DELETE FROM tokens WHERE hash = $1", {hash});
+  HG_TRY(rows);
+  return rows->Affected() > 0;
+}
+
 Result<std::optional<PrincipalRecord>> PrincipalByTokenHashOn(Conn& db, const std::string& hash) {
   auto rows = db.Exec(
       "SELECT p.name, p.role FROM tokens t JOIN principals p ON p.name = t.principal "
@@ -456,7 +462,8 @@ class TxStore final : public Store {
   Result<std::vector<NodeRecord>> Nodes() override { return NodesOn(db_); }
   Result<std::vector<TokenRecord>> Tokens() override { return TokensOn(db_); }
   Result<void> RestoreJob(const JobRecord& j) override { return RestoreJobOn(db_, j); }
-  Result<void> RestoreAudit(const AuditRecord& a) override { return InsertAuditOn(db_, a); }
+  Result<void> AppendAudit(const AuditRecord& a) override { return InsertAuditOn(db_, a); }
+  Result<bool> DeleteToken(const std::string& hash) override { return DeleteTokenOn(db_, hash); }
   // The one place a body may go on after a failure: a nested transaction is a savepoint.
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override {
     return InSavepoint(db_, [&] { return body(*this); });
@@ -786,7 +793,18 @@ Result<std::vector<TokenRecord>> PgStore::Tokens() {
 Result<void> PgStore::RestoreJob(const JobRecord& j) {
   return Write([&](Conn& db) { return RestoreJobOn(db, j); });
 }
-Result<void> PgStore::RestoreAudit(const AuditRecord& a) {
+Result<bool> PgStore::DeleteToken(const std::string& hash) {
+  bool deleted = false;
+  auto ok = Write([&](Conn& db) -> Result<void> {
+    auto r = DeleteTokenOn(db, hash);
+    HG_TRY(r);
+    deleted = *r;
+    return {};
+  });
+  HG_TRY(ok);
+  return deleted;
+}
+Result<void> PgStore::AppendAudit(const AuditRecord& a) {
   return Write([&](Conn& db) { return InsertAuditOn(db, a); });
 }
 

@@ -70,7 +70,8 @@ class PgStore final : public Store {
 
   Result<std::vector<TokenRecord>> Tokens() override;
   Result<void> RestoreJob(const JobRecord& j) override;
-  Result<void> RestoreAudit(const AuditRecord& a) override;
+  Result<void> AppendAudit(const AuditRecord& a) override;
+  Result<bool> DeleteToken(const std::string& hash) override;
 
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override;
   // Reads the epoch (one query) when this store has not yet seen another server take over.

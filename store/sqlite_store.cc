@@ -59,6 +59,13 @@ Result<std::vector<TokenRecord>> TokensOn(Db& db) {
   return out;
 }
 
+Result<bool> DeleteTokenOn(Db& db, const std::string& hash) {
+  auto st = db.Cached("DELETE FROM tokens WHERE hash = ?1");
+  HG_TRY(st);
+  HG_TRY((*st)->Bind(1, hash).Run());
+  return db.Changes() > 0;
+}
+
 Result<std::optional<PrincipalRecord>> PrincipalByTokenHashOn(Db& db, const std::string& hash) {
   auto st = db.Cached(
       "SELECT p.name, p.role FROM tokens t JOIN principals p ON p.name = t.principal "
@@ -547,7 +554,8 @@ class TxStore final : public Store {
   Result<void> RestoreJob(const JobRecord& j) override {
     return InSavepoint(db_, [&] { return RestoreJobOn(db_, j); });
   }
-  Result<void> RestoreAudit(const AuditRecord& a) override { return InsertAuditOn(db_, a); }
+  Result<void> AppendAudit(const AuditRecord& a) override { return InsertAuditOn(db_, a); }
+  Result<bool> DeleteToken(const std::string& hash) override { return DeleteTokenOn(db_, hash); }
   Result<void> Transaction(const std::function<Result<void>(Store&)>& body) override {
     return InSavepoint(db_, [&] { return body(*this); });
   }
@@ -738,7 +746,18 @@ Result<void> SqliteStore::DeleteBudget(const std::string& name, const AuditRecor
 Result<void> SqliteStore::RestoreJob(const JobRecord& j) {
   return Write([&](Db& db) { return RestoreJobOn(db, j); });
 }
-Result<void> SqliteStore::RestoreAudit(const AuditRecord& a) {
+Result<bool> SqliteStore::DeleteToken(const std::string& hash) {
+  bool deleted = false;
+  auto ok = Write([&](Db& db) -> Result<void> {
+    auto r = DeleteTokenOn(db, hash);
+    HG_TRY(r);
+    deleted = *r;
+    return {};
+  });
+  HG_TRY(ok);
+  return deleted;
+}
+Result<void> SqliteStore::AppendAudit(const AuditRecord& a) {
   return Write([&](Db& db) { return InsertAuditOn(db, a); });
 }
 Result<int64_t> SqliteStore::InsertJob(const JobRecord& j) {

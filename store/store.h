@@ -192,12 +192,15 @@ class Store {
   virtual Result<void> PutNode(const NodeRecord& n) = 0;
   virtual Result<std::vector<NodeRecord>> Nodes() = 0;
 
-  // For copying a site's state into another store (store/copy.h); the server calls none of them.
-  virtual Result<std::vector<TokenRecord>> Tokens() = 0;  // all, by hash
+  // All tokens, by hash (store/copy.h, and the server's token lists).
+  virtual Result<std::vector<TokenRecord>> Tokens() = 0;
   // Inserts the job under its own id (> 0, not yet used); later InsertJob ids come after it.
   virtual Result<void> RestoreJob(const JobRecord& j) = 0;
-  // Appends an audit entry as it was recorded, with no budget change beside it.
-  virtual Result<void> RestoreAudit(const AuditRecord& a) = 0;
+  // Appends an audit entry as given, with no budget change beside it (a copied entry, or a
+  // change that is not a budget's, such as a revoked token).
+  virtual Result<void> AppendAudit(const AuditRecord& a) = 0;
+  // Deletes the token with this hash; whether there was one.
+  virtual Result<bool> DeleteToken(const std::string& hash) = 0;
 
   // Set once the store refuses every read and write for good: another server took the database
   // (PgStoreOptions::exclusive). The server asks on every tick and stops when it is set.

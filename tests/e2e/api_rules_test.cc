@@ -98,6 +98,45 @@ TEST(E2eRoles, UsersLeadsAndTokens) {
   EXPECT_NE(out.find("dave"), std::string::npos) << out;
 }
 
+// Revoking tokens with the CLI: a user revokes a token of their own that leaked, and an admin
+// revokes an agent's token, after which that agent's heartbeats are refused and its node is lost.
+TEST(E2eRoles, RevokedTokensAreRefusedAndARevokedAgentsNodeIsLost) {
+  Cluster c;
+  c.AddAgent(Node("n1", 2));
+  const std::string dave = c.AddPrincipal("dave", "user");
+  auto [new_rc, made] = c.Cli({"token", "new", "dave", "--json"}, c.admin_token());
+  ASSERT_EQ(new_rc, 0) << made;
+  const std::string leaked = Json::parse(made)["token"];
+  auto [list_rc, listed] = c.Cli({"token", "list", "--json"}, leaked);
+  ASSERT_EQ(list_rc, 0) << listed;
+  const Json tokens = Json::parse(listed)["tokens"];
+  ASSERT_EQ(tokens.size(), 2u) << listed;
+  // The list, asked with the leaked token, marks it as the one in use.
+  std::string leaked_id;
+  for (const Json& t : tokens)
+    if (t["current"] == true) leaked_id = t["id"];
+  ASSERT_FALSE(leaked_id.empty()) << listed;
+  auto [revoke_own_rc, own] = c.Cli({"token", "revoke", "dave", leaked_id}, leaked);
+  ASSERT_EQ(revoke_own_rc, 0) << own;
+  ASSERT_FALSE(leaked_id.empty());
+  EXPECT_EQ(c.Call("GET", "/v1/whoami", std::nullopt, leaked).status, 401);
+  EXPECT_EQ(c.Call("GET", "/v1/whoami", std::nullopt, dave).status, 200)
+      << "revoked dave's other token: " << leaked_id;
+
+  auto [agents_rc, agents] = c.Cli({"token", "list", "agents", "--json"}, c.admin_token());
+  ASSERT_EQ(agents_rc, 0) << agents;
+  const std::string agent_id = Json::parse(agents)["tokens"][0]["id"];
+  auto [revoke_rc, revoked] = c.Cli({"token", "revoke", "agents", agent_id}, c.admin_token());
+  ASSERT_EQ(revoke_rc, 0) << revoked;
+  EXPECT_NE(revoked.find("revoked"), std::string::npos) << revoked;
+  EXPECT_TRUE(WaitFor([&] {
+    const Response nodes = c.Admin("GET", "/v1/nodes");
+    for (const Json& n : nodes.body["nodes"])
+      if (n["name"] == "n1") return n["state"] == "lost";
+    return false;
+  })) << c.Admin("GET", "/v1/nodes").raw;
+}
+
 struct BadCase {
   const char* what;
   const char* method;
