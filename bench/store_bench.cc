@@ -8,12 +8,17 @@
 // Each run opens a fresh database (a file under /tmp; a new PostgreSQL database). Read
 // items_per_second: it counts acknowledged inserts of all threads per wall-clock second.
 //
+// BM_Copy: `hourglass store copy` (store/copy.h) of a site with 10,000 jobs (each with three
+// events and a run) between the stores, every record read back and compared before the commit;
+// BM_ReadContents, reading the same site once, is its baseline in the same process.
+//
 // Run: cmake --build --preset release --target store_bench && build/release/bench/store_bench
 #include <benchmark/benchmark.h>
 
 #include <memory>
 #include <string>
 
+#include "store/copy.h"
 #include "store/pg_store.h"
 #include "store/pg_test_server.h"
 #include "store/sqlite_store.h"
@@ -150,5 +155,104 @@ BENCHMARK_CAPTURE(BM_SubmitTransaction, postgresql, Kind::kPostgresql)
     ->Threads(64)
     ->UseRealTime()
     ->MinTime(3.0);
+
+}  // namespace
+
+namespace {
+
+constexpr int kSiteJobs = 10000;
+
+// A fresh store of `kind` (a new file, or a new database in the process's PostgreSQL server).
+hg::Result<std::unique_ptr<Store>> FreshStore(Kind kind, const TestDir& dir, int n) {
+  if (kind == Kind::kSqlite) return hg::store::OpenSqliteStore(dir.File("s" + std::to_string(n)));
+  if (!g_pg) g_pg = std::make_unique<PgTestServer>();
+  const std::string db = "copy" + std::to_string(++g_pg_runs);
+  if (!g_pg->error().empty() || !g_pg->CreateDatabase(db))
+    return hg::Fail("postgresql", "cannot start: " + g_pg->error());
+  return hg::store::OpenPgStore(g_pg->Conninfo(db));
+}
+
+// The site: kSiteJobs jobs, each with three events and a run, in one transaction.
+hg::Result<void> FillSite(Store& s) {
+  return s.Transaction([](Store& tx) -> hg::Result<void> {
+    const JobRecord job = TypicalJob();
+    for (int i = 0; i < kSiteJobs; ++i) {
+      auto id = tx.InsertJob(job);
+      if (!id) return tl::unexpected(id.error());
+      for (const char* kind : {"submitted", "started", "ended"}) {
+        if (auto ok = tx.AddJobEvent({*id, job.submitted_at + i, kind, "on n1"}); !ok) return ok;
+      }
+      if (auto ok =
+              tx.PutRun({*id, 1, job.budget, job.gpus, job.submitted_at, job.submitted_at + 60});
+          !ok)
+        return ok;
+    }
+    return {};
+  });
+}
+
+void BM_Copy(benchmark::State& state, Kind from_kind, Kind to_kind) {
+  TestDir dir;
+  int n = 0;
+  auto from = FreshStore(from_kind, dir, ++n);
+  if (!from || !FillSite(**from)) {
+    state.SkipWithError("cannot make the source site");
+    return;
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto to = FreshStore(to_kind, dir, ++n);
+    state.ResumeTiming();
+    if (!to) {
+      state.SkipWithError(to.error().ToString().c_str());
+      break;
+    }
+    auto copied = hg::store::CopyStore(**from, **to);
+    if (!copied) {
+      state.SkipWithError(copied.error().ToString().c_str());
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * kSiteJobs);
+}
+BENCHMARK_CAPTURE(BM_Copy, sqlite_to_sqlite, Kind::kSqlite, Kind::kSqlite)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Copy, sqlite_to_postgresql, Kind::kSqlite, Kind::kPostgresql)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Copy, postgresql_to_sqlite, Kind::kPostgresql, Kind::kSqlite)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+
+// The baseline: reading the same site once, as the copy does before it writes.
+void BM_ReadContents(benchmark::State& state, Kind kind) {
+  TestDir dir;
+  auto from = FreshStore(kind, dir, 1);
+  if (!from || !FillSite(**from)) {
+    state.SkipWithError("cannot make the site");
+    return;
+  }
+  for (auto _ : state) {
+    auto c = hg::store::ReadContents(**from);
+    if (!c) {
+      state.SkipWithError(c.error().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(c->jobs.size());
+  }
+  state.SetItemsProcessed(state.iterations() * kSiteJobs);
+}
+BENCHMARK_CAPTURE(BM_ReadContents, sqlite, Kind::kSqlite)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_ReadContents, postgresql, Kind::kPostgresql)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 
 }  // namespace
