@@ -10,6 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/log_retention.h"
+
 namespace hg::agent {
 namespace {
 
@@ -413,6 +415,16 @@ void Agent::Step() {
   PublishSnapshot();
   health_.Tick();
   const int64_t now = clock_.MonotonicMs();
+  if (opt_.log_retention_ms > 0 && now >= next_prune_ms_) {
+    next_prune_ms_ = now + 3'600'000;
+    const PruneResult pruned = PruneLogs(log_dir_, clock_.NowMs(), opt_.log_retention_ms,
+                                         [&](int64_t job, int64_t attempt) {
+                                           return jobs_.count({job, attempt}) > 0;
+                                         });
+    if (pruned.files > 0)
+      spdlog::info("agent {}: removed {} log files ({} bytes) of runs ended over {} days ago",
+                   opt_.node, pruned.files, pruned.bytes, opt_.log_retention_ms / 86'400'000);
+  }
   if (!registered_ && now >= next_register_ms_) Register();
   if (registered_ && clock_.MonotonicMs() >= next_heartbeat_ms_) Heartbeat();
   PublishSnapshot();

@@ -45,6 +45,9 @@ struct AgentOptions {
   // agent's token, which must not cross the network in clear when the server speaks HTTPS).
   std::string logs_tls_cert;
   std::string logs_tls_key;
+  // Logs of ended runs older than this are removed (log_retention.h), checked hourly; 0 keeps
+  // them all.
+  int64_t log_retention_ms = 14 * 86'400'000LL;
   int64_t connect_timeout_ms = 1'000;
   int64_t read_timeout_ms = 3'000;
   int64_t retry_ms = 1'000;  // between registration attempts while the server is away
@@ -121,6 +124,7 @@ class Agent {
   int64_t heartbeat_interval_ms_ = 1'000;
   int64_t next_register_ms_ = 0;
   int64_t next_heartbeat_ms_ = 0;
+  int64_t next_prune_ms_ = 0;    // monotonic
   bool server_failing_ = false;  // log a failure streak once, not every tick
 
   mutable std::mutex mu_;  // guards the snapshot below (read by other threads)

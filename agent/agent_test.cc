@@ -2,9 +2,11 @@
 // (register, heartbeat, orders), with real job processes.
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -177,6 +179,29 @@ const json* FindExit(const std::vector<ServerPeer::Beat>& beats, int64_t job, in
     for (const json& e : b.body.at("exited"))
       if (e.at("job") == job && e.at("attempt") == attempt) return &e;
   return nullptr;
+}
+
+// The daemon removes the logs of runs that ended longer ago than its retention (14 days by
+// default) when it starts and hourly after, and keeps recent ones.
+TEST(Agent, OldLogsOfEndedRunsAreRemovedAndRecentOnesKept) {
+  TempDir d;
+  std::filesystem::create_directories(d / "logs");
+  const std::string old_log = d / "logs/5.1.stdout";
+  const std::string recent_log = d / "logs/6.1.stdout";
+  std::ofstream(old_log) << "from a month ago";
+  std::ofstream(recent_log) << "from yesterday";
+  const auto now = std::chrono::system_clock::now();
+  auto set_age = [](const std::string& path, std::chrono::system_clock::time_point at) {
+    const timespec t{std::chrono::system_clock::to_time_t(at), 0};
+    const timespec times[2] = {t, t};
+    return ::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0;
+  };
+  ASSERT_TRUE(set_age(old_log, now - std::chrono::hours(24 * 30)));
+  ASSERT_TRUE(set_age(recent_log, now - std::chrono::hours(24)));
+  ServerPeer peer;
+  RunningAgent agent(peer.url(), d.path());
+  EXPECT_TRUE(WaitFor([&] { return !Exists(old_log); }, 5000));
+  EXPECT_TRUE(Exists(recent_log));
 }
 
 TEST(Agent, RegistersStartsJobsAndRepeatsExitsUntilAcknowledged) {

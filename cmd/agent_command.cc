@@ -33,6 +33,7 @@ struct AgentArgs {
   int64_t heartbeat_ms = 0;
   std::string logs_listen = "127.0.0.1:0";
   std::string logs_tls_cert, logs_tls_key;
+  int64_t log_retention_days = 14;
   bool keep_jobs = false;
 };
 
@@ -96,6 +97,7 @@ Result<agent::AgentOptions> BuildOptions(const AgentArgs& a) {
   o.logs_listen = a.logs_listen;
   o.logs_tls_cert = a.logs_tls_cert;
   o.logs_tls_key = a.logs_tls_key;
+  o.log_retention_ms = a.log_retention_days * 86'400'000LL;
   o.stop_jobs_on_exit = !a.keep_jobs;
   return o;
 }
@@ -155,6 +157,10 @@ void AddAgentCommand(CLI::App& app, int& exit_code) {
                   "serve the log service over HTTPS with this PEM certificate (the server checks "
                   "it with its --agents-ca-file); needs --logs-tls-key");
   cmd->add_option("--logs-tls-key", args->logs_tls_key, "the log certificate's PEM private key");
+  cmd->add_option("--log-retention-days", args->log_retention_days,
+                  "remove the logs of runs that ended longer ago than this, checked hourly "
+                  "(default 14; 0 keeps them all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3650}));
   cmd->add_flag("--keep-jobs-on-exit", args->keep_jobs,
                 "Leave jobs running when the agent exits (default: stop them)");
   cmd->callback([args, &exit_code] { exit_code = RunAgent(*args); });
