@@ -91,7 +91,7 @@ std::unique_ptr<World> MakeWorld(int starts, benchmark::State& bs) {
                                       {"health", {{"ok", true}, {"detail", ""}}},
                                       {"running", json::array()},
                                       {"exited",
-                                       {{{"job", *id},
+                                       {{{"job", id->id},
                                          {"attempt", 1},
                                          {"exit_code", 0},
                                          {"signal", nullptr},
