@@ -381,7 +381,8 @@ namespace {
 // Who may see and revoke `name`'s tokens: an admin, or `name` itself.
 std::optional<Refusal> TokenAccess(const store::PrincipalRecord& who, const std::string& name) {
   if (who.role == kRoleAdmin || who.name == name) return std::nullopt;
-  return Refusal{403, "authorization", "only an admin or " + name + " may see its tokens"};
+  return Refusal{403, "authorization",
+                 "only an admin or " + name + " may see or revoke its tokens"};
 }
 
 }  // namespace
