@@ -248,10 +248,8 @@ Result<void> RestoreJobOn(Conn& db, const JobRecord& j) {
   HG_TRY(InsertJobOn(db, j, true));
   // An identity column's sequence does not move for a given id: move it past, so that the next
   // InsertJob neither collides with a restored id nor reuses one.
-  return db.Run(
-      "SELECT setval(pg_get_serial_sequence('jobs', 'id'), "
-      "GREATEST($1::bigint, (SELECT last_value FROM jobs_id_seq)))",
-      {j.id});
+  return db.Run("SELECT setval('jobs_id_seq', GREATEST($1::bigint, last_value)) FROM jobs_id_seq",
+                {j.id});
 }
 
 Result<void> UpdateJobOn(Conn& db, const JobRecord& j) {
