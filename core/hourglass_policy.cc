@@ -200,6 +200,15 @@ class Cycle {
     return SessionOnHeadroom(j) && quick_unstarted_ == 0 &&
            left >= std::max(0, cfg_.quick_headroom_quiet);
   }
+  // An unfunded job of more GPUs than the cluster has beside the headroom kept while nobody
+  // debugs: the headroom alone keeps it from ever starting, even on an idle cluster (P5 and the
+  // contract properties under DeployedConfig(): a 48-GPU job on 48 GPUs never ran). While no
+  // debug job waits it may take the headroom too; the next debug job stops it (unfunded work
+  // goes first, at any time) and waits out its grace once. Smaller unfunded work keeps off the
+  // headroom, so debug jobs do not wait for sweeps.
+  bool HeadroomAloneBars(int64_t gpus) const {
+    return quick_unstarted_ == 0 && gpus > cs_.capacity() - Headroom(0);
+  }
   // The debug headroom for quick jobs holding or asking for `quick` GPUs: it grows with them from
   // quick_headroom up to quick_headroom_max, and shrinks to quick_headroom_quiet without them.
   int64_t Headroom(int64_t quick) const {
@@ -1078,7 +1087,8 @@ void Cycle::PlaceUnfunded() {
     const PendingJob* p = &pj;
     if (!s_.explain && (room <= 0 || fc.single <= 1)) break;
     const int64_t gpus = p->spec->gpus.value();
-    const bool fits_headroom = gpus <= room || MayTakeHeadroom(*p->spec, cs_.total_free() - gpus);
+    const bool fits_headroom = gpus <= room || MayTakeHeadroom(*p->spec, cs_.total_free() - gpus) ||
+                               HeadroomAloneBars(gpus);
     const Shape shape =
         fits_headroom ? cs_.ShapeOf(p->spec->gpus, p->spec->gpus_per_node) : Shape{};
     if (!fits_headroom || fc.Known(shape)) {

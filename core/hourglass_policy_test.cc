@@ -1105,6 +1105,37 @@ TEST(HourglassPolicy, TheHeadroomShrinksWhileNoQuickJobRunsOrWaits) {
   EXPECT_EQ(run(2, true), 2);  // the debug job takes 1 GPU, and 3 of the 11 left stay free
 }
 
+// An unfunded job of more GPUs than an idle cluster has beside the quiet headroom (2 of 16): the
+// headroom alone would keep it waiting forever (found by the properties under DeployedConfig()).
+// With no debug job waiting it may take the headroom too, and starts; a waiting debug job keeps
+// it off. A 12-GPU job beside 4 busy GPUs would fit an idle cluster without the headroom, so it
+// still keeps off the headroom, as every smaller unfunded job does.
+TEST(HourglassPolicy, AnUnfundedJobTheQuietHeadroomAloneBarsTakesItWhileNoDebugJobWaits) {
+  auto starts = [](int32_t gpus, int32_t busy, bool debug_waits) {
+    PolicyConfig cfg;
+    cfg.quick_headroom = 0.25;  // 4 of 16 GPUs
+    cfg.quick_headroom_quiet = 2;
+    World w({Top("a")});
+    const NodeId n0 = w.AddNode();
+    w.AddNode();
+    if (busy > 0) w.Run(w.NewJob(busy, ""), Seconds(0), {{n0, Gpus(busy)}});
+    const JobSpec& u = w.NewJob(gpus, "");
+    w.Pend(u, Seconds(1));
+    if (debug_waits) w.Pend(w.NewJob(1, "a", Seconds(0), "debug"), Seconds(5));
+    const Decisions d = w.Cycle(Seconds(10), true, cfg);
+    if (StartOf(d, u.id) != nullptr) return true;
+    const PendingNote* note = NoteFor(d, u.id);
+    EXPECT_TRUE(note != nullptr && note->reason.code == ReasonCode::kWaitUnfunded);
+    return false;
+  };
+  EXPECT_TRUE(starts(16, 0, false));
+  EXPECT_TRUE(starts(15, 0, false));
+  EXPECT_FALSE(starts(16, 0, true));
+  EXPECT_TRUE(starts(14, 0, false));   // beside the quiet headroom
+  EXPECT_FALSE(starts(12, 4, false));  // 12 free, 2 of them the headroom's
+  EXPECT_TRUE(starts(10, 4, false));
+}
+
 // Two nodes half held by b's protected jobs, which end at started + b_max_runtime (by default
 // now + 50 min); a waits with a 16-GPU gang and two small jobs; an unfunded job waits too.
 struct GangWorld {

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,7 +81,10 @@ constexpr int kPriorityScenarios = 25;
 // funded work (PolicyConfig::wait_for_spare); "hourglass-debug-stops-own" lets a debug job stop
 // long work of its own budget past its protection (PolicyConfig::quick_stops_own);
 // "hourglass-cooldown" keeps a leaf from stopping, for fair share, work of a leaf that took GPUs
-// from it within the hour (PolicyConfig::take_back_cooldown).
+// from it within the hour (PolicyConfig::take_back_cooldown). "hourglass-deployed" is what
+// `hourglass sim` and `hourglass server` run unless told otherwise (DeployedConfig(): the debug
+// headroom, sessions on it, whole-node reservations that preempt, the cool-down together); the
+// other names change one thing of PolicyConfig{}'s defaults.
 const Policy& NamedPolicy(std::string_view name) {
   static const auto hourglass = MakePolicy("hourglass", PolicyConfig{});
   static const auto hourglass_large = [] {
@@ -128,6 +132,7 @@ const Policy& NamedPolicy(std::string_view name) {
     c.leases = false;
     return MakePolicy("hourglass", c);
   }();
+  static const auto hourglass_deployed = MakePolicy("hourglass", DeployedConfig());
   static const auto priority = MakePolicy("priority", PolicyConfig{});
   const auto& p = name == "hourglass"                    ? hourglass
                   : name == "hourglass-no-leases"        ? hourglass_no_leases
@@ -139,6 +144,7 @@ const Policy& NamedPolicy(std::string_view name) {
                   : name == "hourglass-quick-protect"    ? hourglass_quick_protect
                   : name == "hourglass-debug-stops-own"  ? hourglass_debug_stops_own
                   : name == "hourglass-cooldown"         ? hourglass_cooldown
+                  : name == "hourglass-deployed"         ? hourglass_deployed
                                                          : priority;
   EXPECT_TRUE(p.has_value());
   return **p;
@@ -949,6 +955,11 @@ TEST(PropertiesFairShare, P5WithTheTakeBackCoolDown_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-cooldown");
 }
 
+// And with what runs unless told otherwise (DeployedConfig()): every option it turns on at once.
+TEST(PropertiesFairShare, P5WithTheDeployedConfig_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-deployed");
+}
+
 // And with debug jobs stopping their own budget's long work (--debug-stops-own): the work they
 // stop is requeued behind them and must still start and end.
 TEST(PropertiesFairShare, P5WithDebugStoppingOwnWork_200Scenarios) {
@@ -1137,6 +1148,10 @@ TEST(PropertiesContract, ContractWithQuickFirst_200Scenarios) {
 // lab-month, as these scenarios rarely give a leaf the chance.)
 TEST(PropertiesContract, ContractWithTheTakeBackCoolDown_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-cooldown");
+}
+
+TEST(PropertiesContract, ContractWithTheDeployedConfig_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-deployed");
 }
 
 TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
@@ -1334,7 +1349,8 @@ void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors
     for (const JobRecord& rec : r->jobs)
       if (!rec.funded) start[rec.id.value()] = FirstStart(*jobs.at(rec.id.value()), rec);
     int fair_share = 0, for_funded = 0;
-    int32_t funded_gpus = 0;
+    int32_t funded_gpus = 0;  // of a's jobs stopped for fair share, each job once
+    std::set<int64_t> a_stopped;
     Seconds first_unfunded = kNever, first_fair_share = kNever;
     for (const PreemptionRecord& p : r->preemptions) {
       if (!p.funded) {
@@ -1351,9 +1367,6 @@ void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors
       // Neither is a's running work chosen as a victim for b.
       if (p.cause == StopCause::kReservation) continue;
       EXPECT_EQ(p.cause, StopCause::kFairShare);
-      ++fair_share;
-      funded_gpus += p.gpus;
-      first_fair_share = std::min(first_fair_share, p.at);
       for (int64_t u : unfunded) {
         const bool running = start.at(u) <= p.at;
         const auto it = stopped.find(u);
@@ -1361,6 +1374,21 @@ void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors
             << "funded job " << p.job << " stopped at " << p.at << " while unfunded job " << u
             << " still ran";
       }
+      // A stop of b's work is a's requeued job taking GPUs back once b's later jobs put b over
+      // a (the policy under test has no take-back cool-down). It frees b's GPUs, not a's, so
+      // the bound below does not count it (soak round 920: a's requeued job 10 stopped b's
+      // 1-GPU job 28 100 s after it started, b's jobs having taken a victim's spare GPUs).
+      if (jobs.at(p.job.value())->budget == "b") continue;
+      ++fair_share;
+      first_fair_share = std::min(first_fair_share, p.at);
+      // Each of a's jobs counts once. A resumable victim requeued while its preemptor waits out
+      // the grace may restart on the GPUs freed for it, if b's other starts have meanwhile put b
+      // over a: the fair-share order holds no freed GPUs for their preemptor, which stops the
+      // victim again (soak round 926: a's job 14, stopped twice for b's job 41). Holding those
+      // GPUs was measured and not kept (docs/open-work.md, "Preemptions whose preemptor does
+      // not get the GPUs"). That is churn within a's work, not a's GPUs stopped in place of the
+      // unfunded ones this bound is about.
+      if (a_stopped.insert(p.job.value()).second) funded_gpus += p.gpus;
     }
     // Both kinds of victim were available and were used, the unfunded first, all of them.
     EXPECT_EQ(for_funded, unfunded_nodes);
