@@ -344,7 +344,23 @@ std::string Trace(const char* property, int i) {
 // ---------------------------------------------------------------------------------------------
 // P1: equal shares and saturating demand give equal GPU-hours.
 
-TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
+// GPUs `policy` keeps free for debug jobs while none runs or waits (the quiet headroom of
+// DeployedConfig(), PolicyConfig::quick_headroom_quiet), on a cluster of `cap` GPUs: the share
+// of capacity a saturated cluster may leave idle beyond the loop's gaps.
+int32_t QuietHeadroom(std::string_view policy, int32_t cap) {
+  if (policy != "hourglass-deployed") return 0;
+  const PolicyConfig c = DeployedConfig();
+  const auto base = static_cast<int32_t>(std::llround(c.quick_headroom * cap));
+  return c.quick_headroom_quiet >= 0 ? std::min(base, c.quick_headroom_quiet) : base;
+}
+
+// What a saturated cluster of `cap` GPUs must at least deliver under `policy`: 99% of capacity
+// beside the quiet headroom.
+double FullBound(const SimResult& r, std::string_view policy, int32_t cap) {
+  return 0.99 * r.capacity_gpu_hours * (cap - QuietHeadroom(policy, cap)) / cap;
+}
+
+void CheckEqualShares(std::string_view policy) {
   const Rng root(RootSeed(0x50310001));
   const std::vector<int32_t> one_gpu = {1};
   double worst_spread = 0;
@@ -386,7 +402,7 @@ TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
       Stream(b, rng, name, rate, cap * 3600.0, end, Minutes(10), Minutes(60), one_gpu);
     }
     const Scenario sc = b.Finish(end);
-    auto r = RunSim(sc);
+    auto r = RunSim(sc, policy);
     ASSERT_TRUE(r);
 
     // Contention: every budget still had queued work at the end, and the cluster was full.
@@ -396,7 +412,7 @@ TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
       if (rec.final_state == JobState::kPending) ++pending[jobs.at(rec.id.value())->budget];
     for (const std::string& leaf : leaves)
       EXPECT_GT(pending[leaf.substr(leaf.find('/') + 1)], 0) << leaf << " ran out of demand";
-    EXPECT_GE(r->allocated_gpu_hours, 0.99 * r->capacity_gpu_hours);
+    EXPECT_GE(r->allocated_gpu_hours, FullBound(*r, policy, cap));
 
     double lo = 1e300, hi = 0, sum = 0;
     for (const std::string& leaf : leaves) {
@@ -411,7 +427,18 @@ TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
     EXPECT_LE(hi - lo, 0.02 * mean) << "delivered GPU-hours from " << lo << " to " << hi;
     worst_spread = std::max(worst_spread, (hi - lo) / mean);
   }
-  RecordProperty("worst_spread_percent", std::to_string(worst_spread * 100));
+  ::testing::Test::RecordProperty("worst_spread_percent", std::to_string(worst_spread * 100));
+}
+
+TEST(PropertiesFairShare, P1EqualSharesDeliverEqualGpuHours_150Scenarios) {
+  CheckEqualShares("hourglass");
+}
+
+// The same under what runs unless told otherwise (DeployedConfig()). Not P3 too: the quiet
+// headroom's GPU makes the entitlements of P3's leaves fractional (x2 owed 5.875 of 47 GPUs), and
+// the rounding that P3's cluster sizes exist to avoid moves x1:x2 by 2.6% (scenario 52).
+TEST(PropertiesFairShare, P1WithTheDeployedConfig_150Scenarios) {
+  CheckEqualShares("hourglass-deployed");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1252,6 +1279,27 @@ TEST(PropertiesContract, SessionsInUseAreNotStoppedForFairShare_200Scenarios) {
   EXPECT_GT(with.funded_stops, kContractScenarios / 2);
 }
 
+// The same sessions under what runs unless told otherwise (DeployedConfig()), where they may
+// also start on the debug headroom: the lease holds as by default.
+TEST(PropertiesContract, SessionsInUseAreNotStoppedForFairShareWithTheDeployedConfig_200Scenarios) {
+  const Rng root(RootSeed(0x5e551045));
+  ContractStats st;
+  PolicyRuns runs("hourglass-deployed");
+  for (int i = 0; i < kContractScenarios && !::testing::Test::HasFailure(); ++i) {
+    SCOPED_TRACE(Trace("sessions", i));
+    const Scenario sc = ContractScenario(root, i, true, true);
+    auto r = runs.Run(sc);
+    ASSERT_TRUE(r);
+    for (const PreemptionRecord& p : r->preemptions)
+      EXPECT_FALSE(p.contract_violation) << "job " << p.job << " cause " << ToString(p.cause);
+    CheckAllContracts(sc, *r, st, true);
+  }
+  EXPECT_GT(st.session_stops, kContractScenarios / 20);
+  EXPECT_EQ(st.stopped_in_use, 0);
+  EXPECT_GT(st.funded_stops, kContractScenarios / 2);
+  runs.ExpectExercised(kContractScenarios);
+}
+
 // Every funded job is protected for its whole duration (min_runtime = duration <= 8 h): then no
 // funded job may be stopped at all (there are no node events here). The same scenarios with no
 // protection are run as a control: there funded jobs are stopped, so the check can fail.
@@ -1398,10 +1446,14 @@ void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors
     // than a's jobs (quarter nodes) frees a whole one and leaves the rest of it idle until the
     // victim has gone: by default the next small preemptor does not count on it and stops
     // another (PropertiesRegression.SpareGpusOfAStoppingVictim...). Each of b's jobs may waste
-    // less than one of a's jobs so; with wait_for_spare only the last one may.
-    const int32_t rounding = whole_node_preemptors         ? 0
-                             : policy == "hourglass-spare" ? gpus / 4 - 1
-                                                           : b_jobs * (gpus / 4 - 1);
+    // less than one of a's jobs so, and each unfunded victim (a whole node) less than a node:
+    // soak round 813, scenario 89, where b's job 33 stopped two of a's 1-GPU jobs 110 s before
+    // the unfunded job 21, stopped for a 1-GPU job, left 3 spare GPUs on its node. With
+    // wait_for_spare, which counts those spare GPUs, only the last of b's jobs may waste any.
+    const int32_t rounding = whole_node_preemptors ? 0
+                             : policy == "hourglass-spare"
+                                 ? gpus / 4 - 1
+                                 : b_jobs * (gpus / 4 - 1) + unfunded_nodes * (gpus - 1);
     EXPECT_LE(funded_gpus, wanted - unfunded_nodes * gpus + rounding)
         << "b wanted " << wanted << " GPUs in " << b_jobs << " jobs, unfunded jobs freed "
         << unfunded_nodes * gpus;
