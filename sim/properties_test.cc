@@ -987,6 +987,10 @@ TEST(PropertiesFairShare, P5WithTheDeployedConfig_200Scenarios) {
   CheckNoStarvation(0x50350006, kP5Scenarios, false, false, "hourglass-deployed");
 }
 
+TEST(PropertiesFairShare, P5WithGracePeriodsPerJobAndTheDeployedConfig_200Scenarios) {
+  CheckNoStarvation(0x50350006, kP5Scenarios, true, false, "hourglass-deployed");
+}
+
 // And with debug jobs stopping their own budget's long work (--debug-stops-own): the work they
 // stop is requeued behind them and must still start and end.
 TEST(PropertiesFairShare, P5WithDebugStoppingOwnWork_200Scenarios) {
@@ -1179,6 +1183,11 @@ TEST(PropertiesContract, ContractWithTheTakeBackCoolDown_200Scenarios) {
 
 TEST(PropertiesContract, ContractWithTheDeployedConfig_200Scenarios) {
   CheckContractOverMixed(0x50430007, kContractScenarios, false, "hourglass-deployed");
+}
+
+// And with a grace period per job, under which the default found two livelocks.
+TEST(PropertiesContract, RequeueRulesWithGracePeriodsPerJobAndTheDeployedConfig_200Scenarios) {
+  CheckContractOverMixed(0x50430007, kContractScenarios, true, "hourglass-deployed");
 }
 
 TEST(PropertiesContract, ContractWithReservationsThatPreempt_200Scenarios) {
