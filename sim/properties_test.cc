@@ -11,7 +11,7 @@
 //
 // Sizes are kept small (2-8 nodes of 4-8 GPUs, 2-4 budgets in 1-2 levels, hours to a few days) so
 // the whole file runs in about two minutes in a RelWithDebInfo build (113 s in session 41, on one
-// core). 6,265 scenarios in all, in 38 tests whose names give their counts (plus control runs).
+// core). 6,365 scenarios in all, in 39 tests whose names give their counts (plus control runs).
 //
 // The properties found defects in the policy and the engine; the PropertiesRegression tests at the
 // end reproduce each in a few jobs and are disabled until fixed, as are the generated variants
@@ -1361,7 +1361,7 @@ TEST(PropertiesContract, SessionsInUseAreNotStoppedForFairShareWithTheDeployedCo
 // Every funded job is protected for its whole duration (min_runtime = duration <= 8 h): then no
 // funded job may be stopped at all (there are no node events here). The same scenarios with no
 // protection are run as a control: there funded jobs are stopped, so the check can fail.
-TEST(PropertiesContract, FullyProtectedFundedJobsAreNeverStopped_100Scenarios) {
+void CheckFullyProtectedNeverStopped(std::string_view policy) {
   const Rng root(RootSeed(0x50430008));
   int64_t control_funded_stops = 0, unfunded_stops = 0, funded_waited = 0;
   for (int i = 0; i < kProtectedScenarios && !::testing::Test::HasFailure(); ++i) {
@@ -1372,7 +1372,7 @@ TEST(PropertiesContract, FullyProtectedFundedJobsAreNeverStopped_100Scenarios) {
     k.protect_all = true;
     Rng control_rng = rng;
     const Scenario sc = Mixed(rng, k);
-    auto r = RunSim(sc);
+    auto r = RunSim(sc, policy);
     ASSERT_TRUE(r);
     for (const PreemptionRecord& p : r->preemptions) {
       EXPECT_FALSE(p.funded) << "funded job " << p.job << " stopped, cause " << ToString(p.cause);
@@ -1384,13 +1384,24 @@ TEST(PropertiesContract, FullyProtectedFundedJobsAreNeverStopped_100Scenarios) {
     // Same draws, same durations (protect_all still caps them at 8 h), but no protection at all.
     k.unprotected = true;
     const Scenario control = Mixed(control_rng, k);
-    auto c = RunSim(control);
+    auto c = RunSim(control, policy);
     ASSERT_TRUE(c);
     for (const PreemptionRecord& p : c->preemptions) control_funded_stops += p.funded;
   }
   EXPECT_GT(control_funded_stops, kProtectedScenarios / 4);
   EXPECT_GT(unfunded_stops, kProtectedScenarios / 4);
   EXPECT_GT(funded_waited, kProtectedScenarios);
+}
+
+TEST(PropertiesContract, FullyProtectedFundedJobsAreNeverStopped_100Scenarios) {
+  CheckFullyProtectedNeverStopped("hourglass");
+}
+
+// Under DeployedConfig() too, where whole-node jobs' reservations may also stop funded work, but
+// only past its protection.
+TEST(PropertiesContract,
+     FullyProtectedFundedJobsAreNeverStoppedWithTheDeployedConfig_100Scenarios) {
+  CheckFullyProtectedNeverStopped("hourglass-deployed");
 }
 
 // Unfunded work is preempted first. Unfunded whole-node jobs hold U nodes; budget a holds the
