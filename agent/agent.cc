@@ -101,12 +101,17 @@ Result<std::string> Agent::StartLogService() {
     return Fail("--logs-tls-cert", "HTTPS needs both --logs-tls-cert and --logs-tls-key");
   const bool tls = !opt_.logs_tls_cert.empty();
   if (tls) {
+    auto certs = tls::TlsCertificates::Load(opt_.logs_tls_cert, opt_.logs_tls_key,
+                                            "--logs-tls-cert", "--logs-tls-key");
+    if (!certs) return tl::unexpected(certs.error());
     auto server =
         std::make_unique<httplib::SSLServer>(opt_.logs_tls_cert.c_str(), opt_.logs_tls_key.c_str());
     if (!server->is_valid())
       return Fail("--logs-tls-cert", "cannot use " + opt_.logs_tls_cert + " with " +
                                          opt_.logs_tls_key +
                                          ": not a readable PEM certificate and its private key");
+    logs_certs_ = std::move(*certs);
+    logs_certs_->ServeOn(server->ssl_context());
     logs_server_ = std::move(server);
   } else {
     logs_server_ = std::make_unique<httplib::Server>();
@@ -424,6 +429,11 @@ void Agent::Step() {
     if (pruned.files > 0)
       spdlog::info("agent {}: removed {} log files ({} bytes) of runs ended over {} days ago",
                    opt_.node, pruned.files, pruned.bytes, opt_.log_retention_ms / 86'400'000);
+  }
+  // A renewed log-service certificate is served from the next handshake on (as the server's).
+  if (logs_certs_ && now >= next_cert_check_ms_) {
+    next_cert_check_ms_ = now + kCertCheckMs;
+    tls::ReloadAndLog(*logs_certs_, "agent " + opt_.node + " log service");
   }
   if (!registered_ && now >= next_register_ms_) Register();
   if (registered_ && clock_.MonotonicMs() >= next_heartbeat_ms_) Heartbeat();

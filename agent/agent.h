@@ -20,6 +20,7 @@
 #include "agent/inventory.h"
 #include "agent/process.h"
 #include "core/error.h"
+#include "tls/tls_certificates.h"
 
 namespace httplib {
 class Server;
@@ -132,6 +133,10 @@ class Agent {
   std::vector<RunningEntry> snap_running_;
   size_t snap_unacked_ = 0;
 
+  // Before logs_server_, which serves it on every handshake: destroyed after it.
+  std::unique_ptr<tls::TlsCertificates> logs_certs_;
+  static constexpr int64_t kCertCheckMs = 10'000;  // how often its files are looked at
+  int64_t next_cert_check_ms_ = 0;                 // monotonic
   std::unique_ptr<httplib::Server> logs_server_;
   std::thread logs_thread_;
 };

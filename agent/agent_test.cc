@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/test_util.h"
+#include "tls/test_certs.h"
 
 namespace hg::agent {
 namespace {
@@ -202,6 +203,51 @@ TEST(Agent, OldLogsOfEndedRunsAreRemovedAndRecentOnesKept) {
   RunningAgent agent(peer.url(), d.path());
   EXPECT_TRUE(WaitFor([&] { return !Exists(old_log); }, 5000));
   EXPECT_TRUE(Exists(recent_log));
+}
+
+// The log service's certificate, renewed in place, is served from the first look at its files
+// after the change (every 10 s of the agent's clock), with no restart of the agent.
+TEST(Agent, TheLogServiceServesARenewedCertificateWithoutARestart) {
+  TempDir d;
+  tls::TestCerts certs;
+  ASSERT_TRUE(certs.Make("site") && certs.Make("renewed")) << "openssl could not make them";
+  tls::TestCerts::Replace(certs.Cert("site"), certs.Cert("live"));
+  tls::TestCerts::Replace(certs.Key("site"), certs.Key("live"));
+  ServerPeer peer;
+  AgentOptions o;
+  o.server_url = peer.url();
+  o.token = kToken;
+  o.node = "n1";
+  o.inventory.gpus = 1;
+  o.inventory.gpu_source = "virtual";
+  o.data_dir = d.path();
+  o.logs_tls_cert = certs.Cert("live");
+  o.logs_tls_key = certs.Key("live");
+  ManualClock clock;
+  Agent agent(o, clock);
+  auto url = agent.StartLogService();
+  ASSERT_TRUE(url) << url.error().ToString();
+  ASSERT_EQ(url->rfind("https://", 0), 0u) << *url;
+  // Any answer means the handshake passed the client's check of the certificate.
+  auto trusted = [&](const std::string& ca) {
+    httplib::Client client(*url);
+    client.set_ca_cert_path(ca.c_str());
+    client.set_connection_timeout(5, 0);
+    return static_cast<bool>(client.Get("/logs/1/1/stdout"));
+  };
+  agent.Step();
+  EXPECT_TRUE(trusted(certs.Cert("site")));
+  EXPECT_FALSE(trusted(certs.Cert("renewed")));
+  tls::TestCerts::Replace(certs.Cert("renewed"), certs.Cert("live"));
+  tls::TestCerts::Replace(certs.Key("renewed"), certs.Key("live"));
+  clock.Advance(9'000);
+  agent.Step();
+  EXPECT_TRUE(trusted(certs.Cert("site"))) << "read before its time";
+  clock.Advance(1'000);
+  agent.Step();
+  EXPECT_TRUE(trusted(certs.Cert("renewed")));
+  EXPECT_FALSE(trusted(certs.Cert("site")));
+  agent.Shutdown();
 }
 
 TEST(Agent, RegistersStartsJobsAndRepeatsExitsUntilAcknowledged) {

@@ -6,7 +6,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libexpected-dev
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
-  libsqlite3-dev libpq-dev postgresql libsodium-dev libcpp-httplib-dev
+  libsqlite3-dev libpq-dev postgresql libsodium-dev libcpp-httplib-dev libssl-dev
   chromium sqlite3 openssl
   clang libclang-rt-14-dev clang-tidy
 )

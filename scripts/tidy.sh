@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # clang-tidy with the checks in .clang-tidy, every finding an error.
-#   scripts/tidy.sh          the sources the binary is built from (core, sim, server, store, agent,
+#   scripts/tidy.sh          the sources the binary is built from (core, sim, server, store, tls, agent,
 #                            cli, cmd): what CI runs, about 9 minutes on 2 cores
 #   scripts/tidy.sh --all    the tests, benchmarks and fuzz targets too: about 20 minutes
 # Needs the release build's compile_commands.json (`cmake --preset release`, or scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build/release
-FILES="$PWD/(core|sim|server|store|agent|cli|cmd)/[a-z_]+(?<!_test)\.cc$"
+FILES="$PWD/(core|sim|server|store|tls|agent|cli|cmd)/[a-z_]+(?<!_test)\.cc$"
 if [[ ${1:-} == --all ]]; then
-  FILES="$PWD/(core|sim|server|store|agent|cli|cmd|tests|fuzz|bench)/"
+  FILES="$PWD/(core|sim|server|store|tls|agent|cli|cmd|tests|fuzz|bench)/"
 elif [[ $# -gt 0 ]]; then
   echo "usage: scripts/tidy.sh [--all]" >&2
   exit 2

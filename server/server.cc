@@ -44,15 +44,17 @@ Result<void> Server::Start() {
   if (opt_.tls_cert.empty() != opt_.tls_key.empty())
     return Fail(opt_.tls_cert.empty() ? "--tls-cert" : "--tls-key",
                 "HTTPS needs both --tls-cert and --tls-key");
+  std::unique_ptr<tls::TlsCertificates> certs;
   if (!opt_.tls_cert.empty()) {
-    for (const std::string& f : {opt_.tls_cert, opt_.tls_key}) {
-      if (::access(f.c_str(), R_OK) != 0)
-        return Fail(f == opt_.tls_cert ? "--tls-cert" : "--tls-key", "cannot read " + f);
-    }
+    auto loaded =
+        tls::TlsCertificates::Load(opt_.tls_cert, opt_.tls_key, "--tls-cert", "--tls-key");
+    if (!loaded) return tl::unexpected(loaded.error());
+    certs = std::move(*loaded);
     auto tls = std::make_unique<httplib::SSLServer>(opt_.tls_cert.c_str(), opt_.tls_key.c_str());
     if (!tls->is_valid())
       return Fail("--tls-cert", "cannot use " + opt_.tls_cert + " with " + opt_.tls_key +
                                     ": not a PEM certificate and its private key");
+    certs->ServeOn(tls->ssl_context());
     http = std::move(tls);
   } else {
     http = std::make_unique<httplib::Server>();
@@ -101,9 +103,14 @@ Result<void> Server::Start() {
   State* state_ptr = state_.get();
   store::Store* store_ptr = store_.get();
   auto on_fenced = opt_.on_fenced;
+  certs_ = std::move(certs);
+  tls::TlsCertificates* certs_ptr = certs_.get();
   scheduler_ = std::make_unique<Scheduler>(
       clock_, opt_.interval_ms,
-      [state_ptr, store_ptr, on_fenced, told = false]() mutable -> Result<void> {
+      [state_ptr, store_ptr, on_fenced, certs_ptr, told = false]() mutable -> Result<void> {
+        // A renewed certificate is served from the next handshake on, within an interval of
+        // its files' change; a pair that does not match is told once and the old one kept.
+        if (certs_ptr) tls::ReloadAndLog(*certs_ptr, "server");
         auto ran = state_ptr->Tick();
         // A server that lost its database to another decides nothing more: the other one does.
         if (auto fenced = store_ptr->Fenced(); fenced && !told) {
@@ -161,6 +168,7 @@ void Server::Stop() {
   if (scheduler_) scheduler_->Stop();
   scheduler_.reset();
   http_.reset();
+  certs_.reset();
   state_.reset();
   store_.reset();
 }

@@ -16,6 +16,7 @@
 #include "server/scheduler.h"
 #include "server/state.h"
 #include "store/store.h"
+#include "tls/tls_certificates.h"
 
 namespace hg::server {
 
@@ -78,6 +79,8 @@ class Server {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<State> state_;
   std::unique_ptr<Scheduler> scheduler_;
+  // Before http_, which serves it on every handshake: destroyed after it.
+  std::unique_ptr<tls::TlsCertificates> certs_;
   std::unique_ptr<httplib::Server> http_;
   std::thread http_thread_;
   int port_ = 0;

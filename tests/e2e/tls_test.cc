@@ -8,41 +8,24 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "tests/e2e/cluster.h"
+#include "tls/test_certs.h"
 
 namespace hg::e2e {
 namespace {
 
 using namespace std::chrono_literals;
 
-// A folder with two self-signed certificates for 127.0.0.1 (the site's, and another site's),
-// made with the openssl command.
-class Certs {
+// The site's certificate and another site's.
+class Certs : public tls::TestCerts {
  public:
-  Certs() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "hg-tls-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) dir_ = tmpl;
-    ok_ = !dir_.empty() && Make("site") && Make("other");
-  }
-  ~Certs() {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
+  Certs() { ok_ = Make("site") && Make("other"); }
   bool ok() const { return ok_; }
-  std::string Cert(const std::string& name) const { return dir_ + "/" + name + ".pem"; }
-  std::string Key(const std::string& name) const { return dir_ + "/" + name + ".key"; }
-  const std::string& dir() const { return dir_; }
 
  private:
-  bool Make(const std::string& name) const {
-    const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name +
-                            " -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
-                            Key(name) + " -out " + Cert(name) + " > /dev/null 2>&1";
-    return std::system(cmd.c_str()) == 0;
-  }
-  std::string dir_;
   bool ok_ = false;
 };
 
@@ -107,6 +90,58 @@ TEST(E2eTls, AgentsAndTheCliWorkOverHttpsAndUncheckedClientsGetNothing) {
   const int status = std::system(cmd.c_str());
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_NE(ReadFile(cli_out).find("TLS handshake failed"), std::string::npos) << ReadFile(cli_out);
+}
+
+// Whether a client that trusts only `ca` gets an answer from the server.
+bool Trusted(const Cluster& c, const std::string& ca) {
+  httplib::Client client(c.url());
+  client.set_ca_cert_path(ca.c_str());
+  client.set_connection_timeout(5, 0);
+  auto res = client.Get("/healthz");
+  return res && res->status == 200;
+}
+
+// A certificate renewed in place (its files replaced, as certbot or a site's CA tooling does) is
+// served without a restart; a renewal caught half written (a new certificate beside the old key)
+// is refused with a log line, and the old pair kept until the key follows.
+TEST(E2eTls, ARenewedCertificateIsServedWithoutARestart) {
+  Certs certs;
+  ASSERT_TRUE(certs.ok() && certs.Make("renewed")) << "openssl could not make the certificates";
+  tls::TestCerts::Replace(certs.Cert("site"), certs.Cert("live"));
+  tls::TestCerts::Replace(certs.Key("site"), certs.Key("live"));
+  // The cluster's own clients (agents, the CLI, the test's calls) trust both, as a site's clients
+  // trust its CA whichever certificate it signed.
+  const std::string both = certs.dir() + "/both.pem";
+  {
+    std::ofstream out(both);
+    out << ReadFile(certs.Cert("site")) << ReadFile(certs.Cert("renewed"));
+  }
+  Cluster c(200, 3, {"--tls-cert", certs.Cert("live"), "--tls-key", certs.Key("live")}, both);
+  c.AddAgent(Node("n1", 1));
+  const std::string alice = c.AddPrincipal("alice", "user");
+  ASSERT_TRUE(Trusted(c, certs.Cert("site")));
+  ASSERT_FALSE(Trusted(c, certs.Cert("renewed")));
+
+  tls::TestCerts::Replace(certs.Cert("renewed"), certs.Cert("live"));
+  ASSERT_TRUE(WaitFor([&] {
+    return c.ServerOutput().find("renewed HTTPS certificate not taken") != std::string::npos;
+  })) << c.ServerOutput();
+  EXPECT_NE(c.ServerOutput().find("--tls-cert: the certificate in " + certs.Cert("live") +
+                                  " does not go with the private key"),
+            std::string::npos)
+      << c.ServerOutput();
+  EXPECT_TRUE(Trusted(c, certs.Cert("site")));
+  EXPECT_FALSE(Trusted(c, certs.Cert("renewed")));
+
+  tls::TestCerts::Replace(certs.Key("renewed"), certs.Key("live"));
+  ASSERT_TRUE(WaitFor([&] { return Trusted(c, certs.Cert("renewed")); })) << c.ServerOutput();
+  EXPECT_FALSE(Trusted(c, certs.Cert("site")));
+  EXPECT_NE(c.ServerOutput().find("now serving CN=renewed"), std::string::npos) << c.ServerOutput();
+  // The server was not restarted: work goes on as before.
+  const int64_t id =
+      c.Submit(Json{{"gpus", 1}, {"command", {"echo", "renewed"}}, {"cwd", c.dir()}}, alice);
+  EXPECT_TRUE(c.WaitState(id, "succeeded")) << c.Job(id).dump();
+  EXPECT_EQ(c.ServerProcess().running(), true);
 }
 
 // A certificate that does not go with its key, or half of the pair, is refused at start with the
