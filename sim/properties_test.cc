@@ -354,10 +354,22 @@ int32_t QuietHeadroom(std::string_view policy, int32_t cap) {
   return c.quick_headroom_quiet >= 0 ? std::min(base, c.quick_headroom_quiet) : base;
 }
 
+// The part of a cluster of `cap` GPUs that saturating work can hold under `policy`: all but the
+// quiet headroom.
+double UsableShare(std::string_view policy, int32_t cap) {
+  return static_cast<double>(cap - QuietHeadroom(policy, cap)) / cap;
+}
+
+// GPUs that jobs of `job_gpus` GPUs each leave free beside the quiet headroom: the headroom
+// rounded up to whole jobs, as a job does not start where it would leave less than it free.
+int32_t KeptForHeadroom(std::string_view policy, int32_t cap, int32_t job_gpus) {
+  return (QuietHeadroom(policy, cap) + job_gpus - 1) / job_gpus * job_gpus;
+}
+
 // What a saturated cluster of `cap` GPUs must at least deliver under `policy`: 99% of capacity
 // beside the quiet headroom.
 double FullBound(const SimResult& r, std::string_view policy, int32_t cap) {
-  return 0.99 * r.capacity_gpu_hours * (cap - QuietHeadroom(policy, cap)) / cap;
+  return 0.99 * r.capacity_gpu_hours * UsableShare(policy, cap);
 }
 
 void CheckEqualShares(std::string_view policy) {
@@ -675,8 +687,7 @@ void CheckOneBudgetGetsWholeCluster(std::string_view policy) {
     const Scenario sc = b.Finish(end);
     auto r = RunSim(sc, policy);
     ASSERT_TRUE(r);
-    const int32_t kept = (QuietHeadroom(policy, cap) + size[0] - 1) / size[0] * size[0];
-    const double usable = static_cast<double>(cap - kept) / cap;
+    const double usable = static_cast<double>(cap - KeptForHeadroom(policy, cap, size[0])) / cap;
 
     // Contention: the budget's entitlement is below the cluster, and it still had queued work.
     ASSERT_LT(share[static_cast<size_t>(busy)] / shares, 1.0);
@@ -747,7 +758,7 @@ void CheckIdleGpusGoToUnfunded(std::string_view policy) {
     ASSERT_TRUE(r);
 
     // Idle GPUs are used: every hour >= 98% occupied (the backlog is always there).
-    const double usable = static_cast<double>(cap - QuietHeadroom(policy, cap)) / cap;
+    const double usable = UsableShare(policy, cap);
     for (const SeriesPoint& p : r->series)
       EXPECT_GE(p.allocated, 0.98 * usable * p.capacity) << "hour ending " << p.at;
     double funded = 0;
@@ -1429,9 +1440,9 @@ void CheckUnfundedFirst(uint64_t seed, int scenarios, bool whole_node_preemptors
     b.Budget("b", "", 1);
     const auto unfunded_nodes = static_cast<int>(rng.UniformInt(1, (nodes - 2) / 2));
     const Seconds protection = UniformSeconds(rng, Seconds(0), Hours(1));
-    // a leaves the quiet headroom free (QuietHeadroom), or an unfunded job would wait for it.
-    const int32_t kept = QuietHeadroom(policy, cap);
-    const int a_jobs = (nodes - unfunded_nodes) * 4 - (kept + gpus / 4 - 1) / (gpus / 4);
+    // a leaves the quiet headroom free (whole jobs of it), or an unfunded job would wait for it.
+    const int a_jobs =
+        (nodes - unfunded_nodes) * 4 - KeptForHeadroom(policy, cap, gpus / 4) / (gpus / 4);
     for (int n = 0; n < a_jobs; ++n) {
       SimJob& j = b.Job(Seconds(0), gpus / 4, "a", Days(2));
       j.spec.min_runtime = protection;
