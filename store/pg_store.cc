@@ -274,17 +274,46 @@ Result<void> SetActivityOn(Conn& db, int64_t job, int64_t at) {
   return {};
 }
 
-Result<std::vector<JobRecord>> JobsOn(Conn& db) {
-  auto rows = db.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
-  HG_TRY(rows);
+// Every row of a SELECT of kJobColumns.
+Result<std::vector<JobRecord>> ReadJobs(const Rows& rows) {
   std::vector<JobRecord> out;
-  out.reserve(static_cast<size_t>(rows->size()));
-  for (int r = 0; r < rows->size(); ++r) {
-    auto j = ReadJob(*rows, r);
+  out.reserve(static_cast<size_t>(rows.size()));
+  for (int r = 0; r < rows.size(); ++r) {
+    auto j = ReadJob(rows, r);
     HG_TRY(j);
     out.push_back(std::move(*j));
   }
   return out;
+}
+
+Result<std::vector<JobRecord>> JobsOn(Conn& db) {
+  auto rows = db.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
+  HG_TRY(rows);
+  return ReadJobs(*rows);
+}
+
+// Jobs still in the system, or ended at or after $1 (Store::LiveJobs).
+constexpr const char* kLiveJobs =
+    "WHERE state IN ('pending', 'running', 'stopping') OR ended_at IS NULL OR ended_at >= $1";
+
+Result<std::vector<JobRecord>> LiveJobsOn(Conn& db, int64_t ended_since) {
+  auto rows =
+      db.Exec(std::string("SELECT ") + kJobColumns + " FROM jobs " + kLiveJobs + " ORDER BY id",
+              {ended_since});
+  HG_TRY(rows);
+  return ReadJobs(*rows);
+}
+
+Result<std::optional<JobRecord>> JobBySubmitKeyOn(Conn& db, const std::string& user,
+                                                  const std::string& key) {
+  auto rows = db.Exec(std::string("SELECT ") + kJobColumns +
+                          " FROM jobs WHERE \"user\" = $1 AND submit_key = $2 AND submit_key <> ''",
+                      {user, key});
+  HG_TRY(rows);
+  if (rows->size() == 0) return std::optional<JobRecord>();
+  auto j = ReadJob(*rows, 0);
+  HG_TRY(j);
+  return std::optional<JobRecord>(std::move(*j));
 }
 
 Result<std::optional<JobRecord>> JobOn(Conn& db, int64_t id) {
@@ -445,6 +474,13 @@ class TxStore final : public Store {
   Result<void> SetActivity(int64_t job, int64_t at) override { return SetActivityOn(db_, job, at); }
   Result<std::vector<JobRecord>> Jobs() override { return JobsOn(db_); }
   Result<std::optional<JobRecord>> Job(int64_t id) override { return JobOn(db_, id); }
+  Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) override {
+    return LiveJobsOn(db_, ended_since);
+  }
+  Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
+                                                  const std::string& key) override {
+    return JobBySubmitKeyOn(db_, user, key);
+  }
   Result<void> AddJobEvent(const JobEventRecord& e) override { return AddJobEventOn(db_, e); }
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override {
     return JobEventsOn(db_, job);
@@ -774,6 +810,13 @@ Result<std::vector<AuditRecord>> PgStore::Audit(const std::string& budget) {
 Result<std::vector<JobRecord>> PgStore::Jobs() { return Read<std::vector<JobRecord>>(JobsOn); }
 Result<std::optional<JobRecord>> PgStore::Job(int64_t id) {
   return Read<std::optional<JobRecord>>([&](Conn& db) { return JobOn(db, id); });
+}
+Result<std::vector<JobRecord>> PgStore::LiveJobs(int64_t ended_since) {
+  return Read<std::vector<JobRecord>>([&](Conn& db) { return LiveJobsOn(db, ended_since); });
+}
+Result<std::optional<JobRecord>> PgStore::JobBySubmitKey(const std::string& user,
+                                                         const std::string& key) {
+  return Read<std::optional<JobRecord>>([&](Conn& db) { return JobBySubmitKeyOn(db, user, key); });
 }
 Result<std::vector<JobEventRecord>> PgStore::JobEvents(int64_t job) {
   return Read<std::vector<JobEventRecord>>([&](Conn& db) { return JobEventsOn(db, job); });

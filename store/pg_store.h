@@ -54,6 +54,9 @@ class PgStore final : public Store {
   Result<void> UpdateJob(const JobRecord& j) override;
   Result<void> SetActivity(int64_t job, int64_t at) override;
   Result<std::vector<JobRecord>> Jobs() override;
+  Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) override;
+  Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
+                                                  const std::string& key) override;
   Result<std::optional<JobRecord>> Job(int64_t id) override;
   Result<void> AddJobEvent(const JobEventRecord& e) override;
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override;

@@ -326,19 +326,48 @@ Result<void> SetActivityOn(Db& db, int64_t job, int64_t at) {
   return {};
 }
 
-Result<std::vector<JobRecord>> JobsOn(Db& db) {
-  auto st = db.Cached(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
-  HG_TRY(st);
+// Jobs still in the system, or ended at or after ?1 (Store::LiveJobs).
+constexpr const char* kLiveJobs =
+    "WHERE state IN ('pending', 'running', 'stopping') OR ended_at IS NULL OR ended_at >= ?1";
+
+// Every row of a prepared SELECT of kJobColumns.
+Result<std::vector<JobRecord>> ReadJobs(Statement& st) {
   std::vector<JobRecord> out;
   for (;;) {
-    auto row = (*st)->Step();
+    auto row = st.Step();
     HG_TRY(row);
     if (!*row) break;
-    auto j = ReadJob(**st);
+    auto j = ReadJob(st);
     HG_TRY(j);
     out.push_back(std::move(*j));
   }
   return out;
+}
+
+Result<std::vector<JobRecord>> LiveJobsOn(Db& db, int64_t ended_since) {
+  auto st =
+      db.Cached(std::string("SELECT ") + kJobColumns + " FROM jobs " + kLiveJobs + " ORDER BY id");
+  HG_TRY(st);
+  (*st)->Bind(1, ended_since);
+  return ReadJobs(**st);
+}
+
+Result<std::optional<JobRecord>> JobBySubmitKeyOn(Db& db, const std::string& user,
+                                                  const std::string& key) {
+  auto st = db.Cached(std::string("SELECT ") + kJobColumns +
+                      " FROM jobs WHERE user = ?1 AND submit_key = ?2 AND submit_key <> ''");
+  HG_TRY(st);
+  (*st)->Bind(1, user).Bind(2, key);
+  auto rows = ReadJobs(**st);
+  HG_TRY(rows);
+  if (rows->empty()) return std::optional<JobRecord>();
+  return std::optional<JobRecord>(std::move(rows->front()));
+}
+
+Result<std::vector<JobRecord>> JobsOn(Db& db) {
+  auto st = db.Cached(std::string("SELECT ") + kJobColumns + " FROM jobs ORDER BY id");
+  HG_TRY(st);
+  return ReadJobs(**st);
 }
 
 Result<std::optional<JobRecord>> JobOn(Db& db, int64_t id) {
@@ -537,6 +566,13 @@ class TxStore final : public Store {
   Result<void> SetActivity(int64_t job, int64_t at) override { return SetActivityOn(db_, job, at); }
   Result<std::vector<JobRecord>> Jobs() override { return JobsOn(db_); }
   Result<std::optional<JobRecord>> Job(int64_t id) override { return JobOn(db_, id); }
+  Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) override {
+    return LiveJobsOn(db_, ended_since);
+  }
+  Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
+                                                  const std::string& key) override {
+    return JobBySubmitKeyOn(db_, user, key);
+  }
   Result<void> AddJobEvent(const JobEventRecord& e) override { return AddJobEventOn(db_, e); }
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override {
     return JobEventsOn(db_, job);
@@ -827,6 +863,15 @@ Result<std::vector<JobRecord>> SqliteStore::Jobs() {
 Result<std::optional<JobRecord>> SqliteStore::Job(int64_t id) {
   std::lock_guard lock(read_mu_);
   return JobOn(read_db_, id);
+}
+Result<std::vector<JobRecord>> SqliteStore::LiveJobs(int64_t ended_since) {
+  std::lock_guard lock(read_mu_);
+  return LiveJobsOn(read_db_, ended_since);
+}
+Result<std::optional<JobRecord>> SqliteStore::JobBySubmitKey(const std::string& user,
+                                                             const std::string& key) {
+  std::lock_guard lock(read_mu_);
+  return JobBySubmitKeyOn(read_db_, user, key);
 }
 Result<std::vector<JobEventRecord>> SqliteStore::JobEvents(int64_t job) {
   std::lock_guard lock(read_mu_);

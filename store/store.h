@@ -173,7 +173,13 @@ class Store {
   // reports one every few minutes, and rewriting the whole row each time would buy nothing.
   virtual Result<void> SetActivity(int64_t job, int64_t at) = 0;
   virtual Result<std::vector<JobRecord>> Jobs() = 0;  // all, by id
+  // The jobs still in the system (pending, running, stopping) and those that ended at or after
+  // `ended_since`, by id: what a server keeps in memory (the older ones stay here, read by id).
+  virtual Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) = 0;
   virtual Result<std::optional<JobRecord>> Job(int64_t id) = 0;
+  // The job `user` submitted under idempotency key `key` (JobRecord::submit_key), if any.
+  virtual Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
+                                                          const std::string& key) = 0;
   virtual Result<void> AddJobEvent(const JobEventRecord& e) = 0;
   virtual Result<std::vector<JobEventRecord>> JobEvents(int64_t job) = 0;
 

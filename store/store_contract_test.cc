@@ -218,6 +218,69 @@ TEST_P(StoreContract, JobsRoundTripAndUpdate) {
   EXPECT_GT(*c, id2);
 }
 
+// What a server loads at start: every job still in the system, and the ended ones from a time
+// on; the older ones stay, read by id and by their idempotency key, also inside a transaction.
+TEST_P(StoreContract, LiveJobsAreThoseNotEndedOrEndedSinceAndOldOnesAreReadByIdOrKey) {
+  auto s = Open();
+  ASSERT_TRUE(s);
+  std::map<std::string, int64_t> id;
+  auto add = [&](const std::string& name, const std::string& state, std::optional<int64_t> ended,
+                 const std::string& key) {
+    JobRecord j = FullJob();
+    j.name = name;
+    j.submit_key = key;
+    auto a = s->InsertJob(j);
+    ASSERT_TRUE(a) << a.error().ToString();
+    j.id = *a;
+    j.state = state;
+    j.ended_at = ended;
+    ASSERT_TRUE(s->UpdateJob(j));
+    id[name] = *a;
+  };
+  add("old-done", "succeeded", 1000, "k-old");
+  add("pending", "pending", std::nullopt, "");
+  add("requeued", "pending", 900, "");  // ended_at of an attempt before its requeue
+  add("running", "running", std::nullopt, "k-run");
+  add("stopping", "stopping", std::nullopt, "");
+  add("edge", "failed", 5000, "");
+  add("recent", "cancelled", 7000, "");
+  auto names = [&](const Result<std::vector<JobRecord>>& jobs) {
+    std::vector<std::string> out;
+    for (const JobRecord& j : *jobs) out.push_back(j.name);
+    return out;
+  };
+  const std::vector<std::string> live{"pending",  "requeued", "running",
+                                      "stopping", "edge",     "recent"};
+  auto got = s->LiveJobs(5000);
+  ASSERT_TRUE(got) << got.error().ToString();
+  EXPECT_EQ(names(got), live);
+  got = s->LiveJobs(5001);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(names(got),
+            (std::vector<std::string>{"pending", "requeued", "running", "stopping", "recent"}));
+  auto by_key = s->JobBySubmitKey("alice", "k-old");
+  ASSERT_TRUE(by_key) << by_key.error().ToString();
+  ASSERT_TRUE(by_key->has_value());
+  EXPECT_EQ((*by_key)->id, id["old-done"]);
+  EXPECT_EQ((*by_key)->state, "succeeded");
+  for (auto [user, key] : std::vector<std::pair<std::string, std::string>>{
+           {"bob", "k-old"}, {"alice", "k-none"}, {"alice", ""}}) {
+    auto none = s->JobBySubmitKey(user, key);
+    ASSERT_TRUE(none) << none.error().ToString();
+    EXPECT_FALSE(none->has_value()) << user << " " << key;
+  }
+  auto in_tx = s->Transaction([&](Store& t) -> Result<void> {
+    auto live_tx = t.LiveJobs(5000);
+    if (!live_tx) return tl::unexpected(live_tx.error());
+    EXPECT_EQ(names(live_tx), live);
+    auto key_tx = t.JobBySubmitKey("alice", "k-run");
+    if (!key_tx) return tl::unexpected(key_tx.error());
+    EXPECT_TRUE(key_tx->has_value() && (*key_tx)->id == id["running"]);
+    return {};
+  });
+  EXPECT_TRUE(in_tx) << in_tx.error().ToString();
+}
+
 // A session's activity is written alone (the rest of the row as it was), also inside a
 // transaction, and read back after closing and reopening; an unknown job is refused.
 TEST_P(StoreContract, ActivityIsRecordedAloneAndSurvivesReopening) {
