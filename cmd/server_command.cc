@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,7 @@ struct Args {
   int64_t max_gap_ms = server::ServerOptions{}.max_gap_ms;
   int64_t lost_after_s = 10;
   int64_t heartbeat_s = 1;
+  double keep_ended_days = static_cast<double>(server::ServerOptions{}.keep_ended_s) / 86400;
   std::string budgets;
   PolicyFlags tuning;
 };
@@ -68,6 +70,7 @@ int Run(const Args& a) {
   o.max_gap_ms = a.max_gap_ms;
   o.lost_after_s = a.lost_after_s;
   o.heartbeat_s = a.heartbeat_s;
+  o.keep_ended_s = std::llround(a.keep_ended_days * 86400);
   if (!a.budgets.empty()) {
     auto b = sim::ReadBudgets(a.budgets);
     if (!b) return Fail(b.error().ToString());
@@ -188,6 +191,10 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{86400}));
   cmd->add_option("--heartbeat-s", args->heartbeat_s, "heartbeat period agents are told (1)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600}));
+  cmd->add_option("--keep-ended-days", args->keep_ended_days,
+                  "ended jobs stay in memory (listed by `hourglass jobs` and the dashboard) this "
+                  "long, then only in the store, still shown by id (default 7)")
+      ->check(CLI::Range(0.0, 3650.0));
   cmd->add_option("--budgets", args->budgets, "budget tree TOML, imported on first start only");
   AddPolicyFlags(cmd, &args->tuning);
   cmd->callback([args, &exit_code] { exit_code = Run(*args); });

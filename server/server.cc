@@ -88,6 +88,7 @@ Result<void> Server::Start() {
   so.config = opt_.config;
   so.heartbeat_s = opt_.heartbeat_s;
   so.lost_after_s = opt_.lost_after_s;
+  so.keep_ended_s = opt_.keep_ended_s;
   so.timer_ms = opt_.timer_ms;
   so.max_gap_ms = opt_.max_gap_ms;
   so.initial_budgets = opt_.budgets;

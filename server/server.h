@@ -45,6 +45,7 @@ struct ServerOptions {
   int64_t max_gap_ms = 300000;
   int64_t heartbeat_s = 1;
   int64_t lost_after_s = 10;
+  int64_t keep_ended_s = StateOptions{}.keep_ended_s;  // StateOptions::keep_ended_s
   int threads = 96;  // HTTP worker pool: 64 concurrent clients plus agents
   // With `database`: when another server holds it, wait and take over once it has gone (a hot
   // standby) instead of failing. Between attempts, a second apart, Start() calls

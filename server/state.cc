@@ -108,7 +108,10 @@ Result<void> State::Impl::Load() {
     n.drain_since = Seconds(r.drain_since);
     if (r.drain_deadline_at) n.drain_deadline = Seconds(*r.drain_deadline_at);
   }
-  auto jrecs = store.Jobs();
+  // Jobs still in the system, and those ended within what memory keeps or the usage history
+  // below replays, whichever reaches back further; the rest stay in the store.
+  auto jrecs =
+      store.LiveJobs(std::min(now - opt.keep_ended_s, now - opt.config.window.value() - 3600));
   if (!jrecs) return tl::unexpected(jrecs.error());
   for (auto& r : *jrecs) {
     if (!r.submit_key.empty()) by_submit_key[{r.user, r.submit_key}] = r.id;
@@ -501,13 +504,22 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
     // commits waits for its answer (the first always gets one: InsertJob returns).
     if (keyed) {
       s.submitted.wait(lock, [&] { return s.submitting.count(key) == 0; });
+      std::optional<store::JobRecord> first;
       if (auto it = s.by_submit_key.find(key); it != s.by_submit_key.end()) {
-        const store::JobRecord& first = s.jobs.at(it->second).rec;
-        if (!SameRequest(first, job))
+        first = s.jobs.at(it->second).rec;
+      } else {
+        // A job that ended long ago has left memory (EvictEnded) but not the store, whose
+        // uniqueness of keys would refuse a second job under the same one.
+        auto stored = s.store.JobBySubmitKey(who.name, job.submit_key);
+        if (!stored) return tl::unexpected(StoreFailure(stored.error()));
+        first = std::move(*stored);
+      }
+      if (first) {
+        if (!SameRequest(*first, job))
           return Refuse(409, "Idempotency-Key",
-                        "already used for job " + std::to_string(it->second) +
+                        "already used for job " + std::to_string(first->id) +
                             ", which asked for something else; use a new key for a new job");
-        return Submitted{it->second, true, first.state};
+        return Submitted{first->id, true, first->state};
       }
     }
     JobSpec spec;
@@ -566,9 +578,35 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
 
 Reply<JobRt*> State::Impl::ManagedJob(const store::PrincipalRecord& who, int64_t id) {
   auto it = jobs.find(id);
-  if (it == jobs.end()) return Refuse(404, "id", "no job " + std::to_string(id));
+  if (it == jobs.end()) {
+    // Ended long ago (EvictEnded): read back from the store, where nothing accepted is lost.
+    it = archived.find(id);
+    if (it == archived.end()) {
+      auto rec = store.Job(id);
+      if (!rec) return tl::unexpected(StoreFailure(rec.error()));
+      if (!rec->has_value()) return Refuse(404, "id", "no job " + std::to_string(id));
+      if (archived.size() >= kMaxArchived) archived.clear();
+      it = archived.emplace(id, JobRt{}).first;
+      it->second.rec = std::move(**rec);
+    }
+  }
   if (!CanManageJob(who, it->second.rec.user)) return Refuse(403, "authorization", "not your job");
   return &it->second;
+}
+
+void State::Impl::EvictEnded(int64_t now) {
+  if (evicted_at != 0 && now - evicted_at < 3600) return;
+  evicted_at = now;
+  for (auto it = jobs.begin(); it != jobs.end();) {
+    const store::JobRecord& r = it->second.rec;
+    const bool ended = r.state != "pending" && !it->second.active();
+    if (ended && r.ended_at && *r.ended_at < now - opt.keep_ended_s) {
+      if (!r.submit_key.empty()) by_submit_key.erase({r.user, r.submit_key});
+      it = jobs.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 Reply<nlohmann::json> State::Cancel(const store::PrincipalRecord& who, int64_t id) {

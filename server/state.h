@@ -47,6 +47,11 @@ struct StateOptions {
   // A count of cycles would not bound the lag: cycles run on changes, at most max_gap apart.
   size_t explain_queue_below = 2000;
   int64_t explain_every_ms = 30000;
+  // How long an ended job stays in memory (listed by GET /v1/jobs, the CLI and the dashboard).
+  // Older ones leave memory (checked hourly; at start they are not loaded) and stay in the store,
+  // where GET /v1/jobs/{id}, its events and logs and a retried submission's key still find them:
+  // a server that runs for years holds what is active, not every job it ever ran.
+  int64_t keep_ended_s = 7 * 86400;
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
 };

@@ -410,6 +410,7 @@ Result<bool> State::Tick() {
   const int64_t now = s.NowS();
   const int64_t now_ms = s.clock.NowMs();
   s.Account(now);
+  s.EvictEnded(now);
   // Heartbeats are checked on every tick, not only in cycles: a lost node is a change.
   for (size_t n = 0; n < s.nodes.size(); ++n) {
     if (s.nodes[n].state == NodeState::kLost) continue;

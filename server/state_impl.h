@@ -114,6 +114,11 @@ struct State::Impl {
   std::map<std::string, size_t> node_by_name;
 
   std::map<int64_t, JobRt> jobs;
+  // Ended jobs read back from the store (older than opt.keep_ended_s), by id, for the views that
+  // take a JobRt; dropped whole when it grows past kMaxArchived.
+  std::map<int64_t, JobRt> archived;
+  static constexpr size_t kMaxArchived = 1024;
+  int64_t evicted_at = 0;  // the last EvictEnded, seconds
   // Idempotency keys, by (user, key): the job each one made, and those whose submission is being
   // committed. A second request with one of these waits on `submitted` until the first has its
   // answer, then answers as the first did: a client whose first attempt timed out while the
@@ -175,6 +180,8 @@ struct State::Impl {
   void AddPending(JobRt& j);
   void RemovePending(JobRt& j);
   size_t AddNode(const store::NodeRecord& rec);
+  // Drops from memory the jobs that ended before now - opt.keep_ended_s (at most hourly).
+  void EvictEnded(int64_t now);
 
   // state_cycle.cc
   // Whether a protection, lease, max_runtime or drain deadline ended in (last cycle, now].
