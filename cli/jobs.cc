@@ -144,6 +144,10 @@ CliResult<Request> BuildJobs(const JobsArgs& a) {
     if (*a.limit < 1) return UsageError("--limit", "must be at least 1");
     query.push_back(fmt::format("limit={}", *a.limit));
   }
+  if (a.before) {
+    if (*a.before < 1) return UsageError("--before", "must be a job id (1 or more)");
+    query.push_back(fmt::format("before={}", *a.before));
+  }
   std::string path = "/v1/jobs";
   for (size_t i = 0; i < query.size(); ++i) path += (i == 0 ? "?" : "&") + query[i];
   return Request{"GET", path, std::nullopt};

@@ -42,6 +42,7 @@ struct JobsArgs {
   std::optional<std::string> state;
   std::optional<std::string> user;
   std::optional<int> limit;
+  std::optional<int64_t> before;  // only jobs with smaller ids: the next page of a history
 };
 CliResult<Request> BuildJobs(const JobsArgs& a);
 std::string RenderJobs(const Json& reply);

@@ -155,6 +155,13 @@ TEST(JobsTest, QueryFromFlags) {
   a.all = true;
   a.state = "done";
   EXPECT_EQ(BuildJobs(a).error().exit_code, kExitUsage);
+  a = {};
+  a.state = "done";
+  a.limit = 50;
+  a.before = 1234;
+  EXPECT_EQ(BuildJobs(a)->path, "/v1/jobs?state=done&limit=50&before=1234");
+  a.before = 0;
+  EXPECT_EQ(BuildJobs(a).error().field, "--before");
 }
 
 TEST(JobsTest, RendersTheList) {

@@ -99,6 +99,8 @@ void AddJobCommands(CLI::App& app, int& exit_code) {
     sub->add_option("--state", a->state, "pending, running, done or all");
     sub->add_option("--user", a->user, "only this user's jobs");
     sub->add_option("--limit", a->limit, "at most this many");
+    sub->add_option("--before", a->before,
+                    "only jobs with smaller ids (the next page: the last id shown)");
     sub->callback([a, json, &exit_code] {
       Run("jobs", exit_code, [&](cli::Client& c) { return cli::RunJobs(c, *a, *json, std::cout); });
     });

@@ -192,8 +192,8 @@ void AddServerCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--heartbeat-s", args->heartbeat_s, "heartbeat period agents are told (1)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600}));
   cmd->add_option("--keep-ended-days", args->keep_ended_days,
-                  "ended jobs stay in memory (listed by `hourglass jobs` and the dashboard) this "
-                  "long, then only in the store, still shown by id (default 7)")
+                  "ended jobs stay in the server's memory this long, then only in its store, from "
+                  "which views and history lists read them (default 7)")
       ->check(CLI::Range(0.0, 3650.0));
   cmd->add_option("--budgets", args->budgets, "budget tree TOML, imported on first start only");
   AddPolicyFlags(cmd, &args->tuning);

@@ -315,11 +315,13 @@ void InstallRoutes(httplib::Server& svr, State& state, const LogsOptions& logs) 
               return Refuse(400, "state", "must be pending, running, done or all");
             auto limit = QueryInt(c.req, "limit", 0, 0, 1000000);
             if (!limit) return tl::unexpected(limit.error());
+            auto before = QueryInt(c.req, "before", 0, 0, INT64_MAX);
+            if (!before) return tl::unexpected(before.error());
             const std::string order = c.req.get_param_value("order");
             if (!order.empty() && order != "newest" && order != "oldest")
               return Refuse(400, "order", "must be newest or oldest");
-            return Lift(
-                st->JobsJson(c.who, s, c.req.get_param_value("user"), *limit, order == "oldest"));
+            return Lift(st->JobsJson(c.who, s, c.req.get_param_value("user"), *limit,
+                                     order == "oldest", *before));
           }));
   svr.Get(R"(/v1/jobs/(\d+))", Wrap(state, Access::kUser, [st](Ctx& c) -> Reply<Out> {
             auto id = PathId(c.req);

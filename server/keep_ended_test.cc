@@ -1,10 +1,13 @@
 // Ended jobs leave the server's memory StateOptions::keep_ended_s after their end (checked
-// hourly, and at start they are not loaded) and stay in the store: their views, events and
-// idempotency keys are read from there. In process, on a real store (SQLite, or PostgreSQL under
-// HOURGLASS_TEST_STORE=postgresql); a server that runs for years holds what is active.
+// hourly, and at start they are not loaded) and stay in the store: their views, events, the
+// history lists and idempotency keys are read from there. In process, on a real store (SQLite,
+// or PostgreSQL under HOURGLASS_TEST_STORE=postgresql); a server that runs for years holds what
+// is active.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/state_test_loop.h"
 
@@ -24,13 +27,24 @@ Reply<State::Submitted> SubmitKeyed(Loop& l, const json& body, const std::string
   return l.state().Submit(kAdmin, *rec);
 }
 
-std::vector<int64_t> Done(Loop& l) {
-  auto list = l.state().JobsJson(kAdmin, "done", "", 0, true);
+// The ids of a list, and its total.
+std::pair<std::vector<int64_t>, int64_t> List(Loop& l, const std::string& state, int64_t limit = 0,
+                                              int64_t before = 0) {
+  auto list = l.state().JobsJson(kAdmin, state, "", limit, false, before);
   EXPECT_TRUE(list);
   std::vector<int64_t> ids;
+  if (!list) return {ids, -1};
   for (const json& j : (*list)["jobs"]) ids.push_back(j["id"].get<int64_t>());
-  EXPECT_EQ((*list)["total"].get<size_t>(), ids.size());
-  return ids;
+  return {ids, (*list)["total"].get<int64_t>()};
+}
+
+// The server's gauge of the jobs it holds in memory.
+int64_t InMemory(Loop& l) {
+  const std::string text = l.state().MetricsText();
+  const std::string key = "\nhourglass_jobs_in_memory ";
+  const size_t at = text.find(key);
+  EXPECT_NE(at, std::string::npos) << text;
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + key.size()));
 }
 
 TEST(KeepEnded, EndedJobsLeaveMemoryAfterTheKeepAndAreStillReadFromTheStore) {
@@ -45,12 +59,20 @@ TEST(KeepEnded, EndedJobsLeaveMemoryAfterTheKeepAndAreStillReadFromTheStore) {
   l.At(3000);
   const int64_t recent = l.Submit(kBody);
   ASSERT_TRUE(l.state().Cancel(kAdmin, recent));
-  EXPECT_EQ(Done(l), (std::vector<int64_t>{old_job, recent}));
+  const int64_t waiting = l.Submit(kBody);  // stays in the system throughout
+  EXPECT_EQ(InMemory(l), 3);
 
-  // An hour after the first ended it is listed no more; the other one is.
+  // An hour after the first ended it leaves memory; the other one stays.
   l.At(3700);
   l.Tick();
-  EXPECT_EQ(Done(l), (std::vector<int64_t>{recent}));
+  EXPECT_EQ(InMemory(l), 2);
+  // The history lists come from the store, which keeps them all: newest first, in pages.
+  using Ids = std::vector<int64_t>;
+  EXPECT_EQ(List(l, "done"), std::make_pair(Ids{recent, old_job}, int64_t{2}));
+  EXPECT_EQ(List(l, "all"), std::make_pair(Ids{waiting, recent, old_job}, int64_t{3}));
+  EXPECT_EQ(List(l, "all", 2), std::make_pair(Ids{waiting, recent}, int64_t{3}));
+  EXPECT_EQ(List(l, "all", 2, recent), std::make_pair(Ids{old_job}, int64_t{1}));
+  EXPECT_EQ(List(l, ""), std::make_pair(Ids{waiting}, int64_t{1}));
   // By id it is still there, with its events, for its user only.
   auto view = l.state().JobJson(kAdmin, old_job);
   ASSERT_TRUE(view) << view.error().reason;
@@ -83,19 +105,20 @@ TEST(KeepEnded, EndedJobsLeaveMemoryAfterTheKeepAndAreStillReadFromTheStore) {
   // Memory is looked at hourly: the second job goes at the first look after its hour.
   l.At(6700);
   l.Tick();
-  EXPECT_EQ(Done(l), (std::vector<int64_t>{recent}));
+  EXPECT_EQ(InMemory(l), 2);
   l.At(7300);
   l.Tick();
-  EXPECT_EQ(Done(l), (std::vector<int64_t>{}));
+  EXPECT_EQ(InMemory(l), 1);
 
-  // A restart keeps to the same rule, and finds both by id.
+  // A restart keeps to the same rule, and finds both by id and in the history.
   l.Restart();
   l.Tick();
-  EXPECT_EQ(Done(l), (std::vector<int64_t>{}));
+  EXPECT_EQ(InMemory(l), 1);
+  EXPECT_EQ(List(l, "all"), std::make_pair(Ids{waiting, recent, old_job}, int64_t{3}));
   EXPECT_EQ(l.StateOf(old_job), "cancelled");
   EXPECT_EQ(l.StateOf(recent), "cancelled");
   const int64_t next = l.Submit(kBody);
-  EXPECT_GT(next, recent);
+  EXPECT_GT(next, waiting);
   EXPECT_EQ(l.StateOf(next), "pending");
 }
 

@@ -116,6 +116,10 @@ std::string RenderMetrics(MetricsInput in) {
   o << "# HELP hourglass_submissions_total Accepted submissions since the server started.\n"
        "# TYPE hourglass_submissions_total counter\n";
   o << "hourglass_submissions_total " << in.submissions << "\n";
+  o << "# HELP hourglass_jobs_in_memory Jobs the server holds in memory: those still in the "
+       "system and those that ended within --keep-ended-days.\n"
+       "# TYPE hourglass_jobs_in_memory gauge\n";
+  o << "hourglass_jobs_in_memory " << in.jobs_in_memory << "\n";
   o << "# HELP hourglass_activity_reports_total Session activity recorded since the server "
        "started, by source: a POST to the job's activity, or an agent's report of the job's CPU "
        "time growing.\n"

@@ -49,6 +49,9 @@ struct MetricsInput {
   std::vector<std::pair<std::string, double>> delivered_gpu_hours;  // by budget path
   std::map<std::string, int64_t> nodes;                             // by state
   int64_t submissions = 0;
+  // Jobs the server holds in memory: those still in the system and those ended within
+  // --keep-ended-days (the rest are in the store only).
+  int64_t jobs_in_memory = 0;
   int64_t activity_reports = 0;  // by POST
   int64_t activity_cpu = 0;      // by an agent's CPU report
 };

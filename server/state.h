@@ -47,10 +47,10 @@ struct StateOptions {
   // A count of cycles would not bound the lag: cycles run on changes, at most max_gap apart.
   size_t explain_queue_below = 2000;
   int64_t explain_every_ms = 30000;
-  // How long an ended job stays in memory (listed by GET /v1/jobs, the CLI and the dashboard).
-  // Older ones leave memory (checked hourly; at start they are not loaded) and stay in the store,
-  // where GET /v1/jobs/{id}, its events and logs and a retried submission's key still find them:
-  // a server that runs for years holds what is active, not every job it ever ran.
+  // How long an ended job stays in memory. Older ones leave it (checked hourly; at start they
+  // are not loaded) and stay in the store, where GET /v1/jobs/{id}, its events and logs, the
+  // history lists and a retried submission's key find them: a server that runs for years holds
+  // what is active, not every job it ever ran.
   int64_t keep_ended_s = 7 * 86400;
   // Budgets imported on first start only (when the store has none).
   std::vector<BudgetSpec> initial_budgets;
@@ -98,9 +98,12 @@ class State {
   Reply<Submitted> Submit(const store::PrincipalRecord& who, store::JobRecord job);
   Reply<nlohmann::json> JobJson(const store::PrincipalRecord& who, int64_t id);
   // {"jobs": [...], "total": N}: the jobs in `state` ("" pending and running), newest first or
-  // with `oldest_first` oldest first, at most `limit` (0: all); `total` counts every match.
+  // with `oldest_first` oldest first, with ids below `before_id` (0: any), at most `limit` (0:
+  // all); `total` counts every match. Ended jobs ("done", "all") are read from the store, which
+  // keeps every one; memory keeps a week of them (StateOptions::keep_ended_s).
   Reply<nlohmann::json> JobsJson(const store::PrincipalRecord& who, const std::string& state,
-                                 const std::string& user, int64_t limit, bool oldest_first = false);
+                                 const std::string& user, int64_t limit, bool oldest_first = false,
+                                 int64_t before_id = 0);
   Reply<nlohmann::json> JobEventsJson(const store::PrincipalRecord& who, int64_t id);
   Reply<nlohmann::json> Cancel(const store::PrincipalRecord& who, int64_t id);
   // The user of a running session (a job with a lease) is active now, by the injected clock:

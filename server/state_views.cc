@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -70,44 +71,63 @@ Reply<nlohmann::json> State::JobJson(const store::PrincipalRecord& who, int64_t 
 }
 
 Reply<nlohmann::json> State::JobsJson(const store::PrincipalRecord& who, const std::string& state,
-                                      const std::string& user, int64_t limit, bool oldest_first) {
-  std::lock_guard lock(impl_->mu);
-  nlohmann::json out = nlohmann::json::array();
+                                      const std::string& user, int64_t limit, bool oldest_first,
+                                      int64_t before_id) {
   // Users see their own jobs; admins everyone's (or one user's).
   const std::string only = IsAdmin(who) ? user : who.name;
   if (!IsAdmin(who) && !user.empty() && user != who.name)
     return Refuse(403, "user", "you may list only your own jobs");
-  int64_t total = 0;
-  auto visit = [&](const JobRt& j) {
-    const auto& r = j.rec;
-    if (!only.empty() && r.user != only) return;
-    const bool active = r.state == "running" || r.state == "stopping";
-    const bool done = !active && r.state != "pending";
-    if (state == "pending" && r.state != "pending") return;
-    if (state == "running" && !active) return;
-    if (state == "done" && !done) return;
-    if (state.empty() && done) return;  // default: what is still in the system
-    // Past the limit a match is only counted: no view is built for it.
-    if (limit == 0 || total < limit) out.push_back(impl_->JobView(j));
-    ++total;
-  };
-  // Ids grow with submission: id order is submission order. The states still in the system are
-  // read from the queues and the running set, so a poll of them (the dashboard's, every few
-  // seconds) costs what is active, however many jobs have ended; done and all read every job.
-  if (state == "pending" || state == "running" || state.empty()) {
+  auto wanted = [&](int64_t id) { return before_id == 0 || id < before_id; };
+  auto newer = [&](int64_t a, int64_t b) { return oldest_first ? a < b : a > b; };
+  // The jobs still in the system, from memory: the queues and the running set, so a poll of
+  // them (the dashboard's, every few seconds) costs what is active, however many jobs ended.
+  std::vector<std::pair<int64_t, nlohmann::json>> live;
+  if (state != "done") {
+    std::lock_guard lock(impl_->mu);
     std::vector<int64_t> ids;
     if (state != "running")
       for (const auto* q : {&impl_->pending_funded, &impl_->pending_unfunded})
         for (const auto& [queued, id] : *q) ids.push_back(id);
     if (state != "pending") ids.insert(ids.end(), impl_->running.begin(), impl_->running.end());
-    std::sort(ids.begin(), ids.end());
-    if (!oldest_first) std::reverse(ids.begin(), ids.end());
-    for (int64_t id : ids) visit(impl_->jobs.at(id));
-  } else if (oldest_first) {
-    for (const auto& [id, j] : impl_->jobs) visit(j);
-  } else {
-    for (auto it = impl_->jobs.rbegin(); it != impl_->jobs.rend(); ++it) visit(it->second);
+    std::sort(ids.begin(), ids.end(), newer);
+    for (int64_t id : ids) {
+      const JobRt& j = impl_->jobs.at(id);
+      if (!wanted(id) || (!only.empty() && j.rec.user != only)) continue;
+      // Past the limit a match is only counted: no view is built for it.
+      live.emplace_back(id, limit == 0 || static_cast<int64_t>(live.size()) < limit
+                                ? impl_->JobView(j)
+                                : nlohmann::json());
+    }
   }
+  // Ended jobs from the store, read after the live ones and outside the lock: a long history
+  // does not hold the loop up, and a job that ended in between is in both lists, where the
+  // store's (ended) view wins, never in neither (the store is written before memory).
+  store::Store::EndedPage ended;
+  if (state == "done" || state == "all") {
+    auto page = impl_->store.EndedJobs(only, before_id, limit, oldest_first);
+    if (!page) return Refuse(503, "store", page.error().ToString());
+    ended = std::move(*page);
+  }
+  std::set<int64_t> ended_ids;
+  for (const store::JobRecord& r : ended.jobs) ended_ids.insert(r.id);
+  std::erase_if(live, [&](const auto& l) { return ended_ids.count(l.first) > 0; });
+  nlohmann::json out = nlohmann::json::array();
+  auto l = live.begin();
+  auto e = ended.jobs.begin();
+  while ((limit == 0 || static_cast<int64_t>(out.size()) < limit) &&
+         (l != live.end() || e != ended.jobs.end())) {
+    if (e == ended.jobs.end() || (l != live.end() && newer(l->first, e->id))) {
+      // No view past the limit; one can come within it only when a job that ended meanwhile
+      // left the live list: this page is one job short then.
+      if (!l->second.is_null()) out.push_back(std::move(l->second));
+      ++l;
+    } else {
+      JobRt j;
+      j.rec = *e++;
+      out.push_back(impl_->JobView(j));
+    }
+  }
+  const auto total = static_cast<int64_t>(live.size()) + ended.total;
   return nlohmann::json{{"jobs", out}, {"total", total}};
 }
 
@@ -380,6 +400,7 @@ std::string State::MetricsText() {
     in.nodes = {{"ready", 0}, {"draining", 0}, {"drained", 0}, {"lost", 0}};
     for (const NodeRt& rt : s.node_rt) ++in.nodes[rt.rec.state];
     in.submissions = s.submissions_total;
+    in.jobs_in_memory = static_cast<int64_t>(s.jobs.size());
     in.activity_reports = s.activity_reports_total;
     in.activity_cpu = s.activity_cpu_total;
   }

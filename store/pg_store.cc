@@ -304,6 +304,29 @@ Result<std::vector<JobRecord>> LiveJobsOn(Conn& db, int64_t ended_since) {
   return ReadJobs(*rows);
 }
 
+// Ended jobs of $1 ("": all) with ids below $2 (0: any): Store::EndedJobs.
+constexpr const char* kEndedJobs =
+    " FROM jobs WHERE state NOT IN ('pending', 'running', 'stopping')"
+    " AND ($1 = '' OR \"user\" = $1) AND ($2 = 0 OR id < $2)";
+
+Result<Store::EndedPage> EndedJobsOn(Conn& db, const std::string& user, int64_t before_id,
+                                     int64_t limit, bool oldest_first) {
+  Store::EndedPage page;
+  // LIMIT NULL is no limit.
+  auto rows = db.Exec(std::string("SELECT ") + kJobColumns + kEndedJobs + " ORDER BY id " +
+                          (oldest_first ? "ASC" : "DESC") + " LIMIT $3",
+                      std::vector<pg::Param>{
+                          user, before_id, limit > 0 ? pg::Param(limit) : pg::Param(std::nullopt)});
+  HG_TRY(rows);
+  auto jobs = ReadJobs(*rows);
+  HG_TRY(jobs);
+  page.jobs = std::move(*jobs);
+  auto count = db.Exec(std::string("SELECT count(*)") + kEndedJobs, {user, before_id});
+  HG_TRY(count);
+  page.total = count->Int64(0, 0);
+  return page;
+}
+
 Result<std::optional<JobRecord>> JobBySubmitKeyOn(Conn& db, const std::string& user,
                                                   const std::string& key) {
   auto rows = db.Exec(std::string("SELECT ") + kJobColumns +
@@ -476,6 +499,10 @@ class TxStore final : public Store {
   Result<std::optional<JobRecord>> Job(int64_t id) override { return JobOn(db_, id); }
   Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) override {
     return LiveJobsOn(db_, ended_since);
+  }
+  Result<EndedPage> EndedJobs(const std::string& user, int64_t before_id, int64_t limit,
+                              bool oldest_first) override {
+    return EndedJobsOn(db_, user, before_id, limit, oldest_first);
   }
   Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
                                                   const std::string& key) override {
@@ -813,6 +840,11 @@ Result<std::optional<JobRecord>> PgStore::Job(int64_t id) {
 }
 Result<std::vector<JobRecord>> PgStore::LiveJobs(int64_t ended_since) {
   return Read<std::vector<JobRecord>>([&](Conn& db) { return LiveJobsOn(db, ended_since); });
+}
+Result<Store::EndedPage> PgStore::EndedJobs(const std::string& user, int64_t before_id,
+                                            int64_t limit, bool oldest_first) {
+  return Read<EndedPage>(
+      [&](Conn& db) { return EndedJobsOn(db, user, before_id, limit, oldest_first); });
 }
 Result<std::optional<JobRecord>> PgStore::JobBySubmitKey(const std::string& user,
                                                          const std::string& key) {

@@ -55,6 +55,8 @@ class PgStore final : public Store {
   Result<void> SetActivity(int64_t job, int64_t at) override;
   Result<std::vector<JobRecord>> Jobs() override;
   Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) override;
+  Result<EndedPage> EndedJobs(const std::string& user, int64_t before_id, int64_t limit,
+                              bool oldest_first) override;
   Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
                                                   const std::string& key) override;
   Result<std::optional<JobRecord>> Job(int64_t id) override;

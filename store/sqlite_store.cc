@@ -352,6 +352,32 @@ Result<std::vector<JobRecord>> LiveJobsOn(Db& db, int64_t ended_since) {
   return ReadJobs(**st);
 }
 
+// Ended jobs of ?1 ("": all) with ids below ?2 (0: any): Store::EndedJobs.
+constexpr const char* kEndedJobs =
+    " FROM jobs WHERE state NOT IN ('pending', 'running', 'stopping') AND (?1 = '' OR user = ?1) "
+    "AND (?2 = 0 OR id < ?2)";
+
+Result<Store::EndedPage> EndedJobsOn(Db& db, const std::string& user, int64_t before_id,
+                                     int64_t limit, bool oldest_first) {
+  Store::EndedPage page;
+  {
+    auto st = db.Cached(std::string("SELECT ") + kJobColumns + kEndedJobs + " ORDER BY id " +
+                        (oldest_first ? "ASC" : "DESC") + " LIMIT ?3");
+    HG_TRY(st);
+    (*st)->Bind(1, user).Bind(2, before_id).Bind(3, limit > 0 ? limit : int64_t{-1});
+    auto jobs = ReadJobs(**st);
+    HG_TRY(jobs);
+    page.jobs = std::move(*jobs);
+  }
+  auto st = db.Cached(std::string("SELECT count(*)") + kEndedJobs);
+  HG_TRY(st);
+  (*st)->Bind(1, user).Bind(2, before_id);
+  auto row = (*st)->Step();
+  HG_TRY(row);
+  page.total = *row ? (*st)->Int64(0) : 0;
+  return page;
+}
+
 Result<std::optional<JobRecord>> JobBySubmitKeyOn(Db& db, const std::string& user,
                                                   const std::string& key) {
   auto st = db.Cached(std::string("SELECT ") + kJobColumns +
@@ -568,6 +594,10 @@ class TxStore final : public Store {
   Result<std::optional<JobRecord>> Job(int64_t id) override { return JobOn(db_, id); }
   Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) override {
     return LiveJobsOn(db_, ended_since);
+  }
+  Result<EndedPage> EndedJobs(const std::string& user, int64_t before_id, int64_t limit,
+                              bool oldest_first) override {
+    return EndedJobsOn(db_, user, before_id, limit, oldest_first);
   }
   Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
                                                   const std::string& key) override {
@@ -867,6 +897,15 @@ Result<std::optional<JobRecord>> SqliteStore::Job(int64_t id) {
 Result<std::vector<JobRecord>> SqliteStore::LiveJobs(int64_t ended_since) {
   std::lock_guard lock(read_mu_);
   return LiveJobsOn(read_db_, ended_since);
+}
+Result<Store::EndedPage> SqliteStore::EndedJobs(const std::string& user, int64_t before_id,
+                                                int64_t limit, bool oldest_first) {
+  std::lock_guard lock(read_mu_);
+  // One read transaction: the page and its count see the same jobs.
+  HG_TRY(read_db_.Exec("BEGIN"));
+  auto r = EndedJobsOn(read_db_, user, before_id, limit, oldest_first);
+  (void)read_db_.Exec("COMMIT");
+  return r;
 }
 Result<std::optional<JobRecord>> SqliteStore::JobBySubmitKey(const std::string& user,
                                                              const std::string& key) {

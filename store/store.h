@@ -177,6 +177,15 @@ class Store {
   // `ended_since`, by id: what a server keeps in memory (the older ones stay here, read by id).
   virtual Result<std::vector<JobRecord>> LiveJobs(int64_t ended_since) = 0;
   virtual Result<std::optional<JobRecord>> Job(int64_t id) = 0;
+  // Ended jobs (not pending, running or stopping) of `user` ("": everyone's) with ids below
+  // `before_id` (0: any), at most `limit` (0: all), newest first unless `oldest_first`; and how
+  // many match beyond the limit. The history a server no longer keeps in memory.
+  struct EndedPage {
+    std::vector<JobRecord> jobs;
+    int64_t total = 0;
+  };
+  virtual Result<EndedPage> EndedJobs(const std::string& user, int64_t before_id, int64_t limit,
+                                      bool oldest_first) = 0;
   // The job `user` submitted under idempotency key `key` (JobRecord::submit_key), if any.
   virtual Result<std::optional<JobRecord>> JobBySubmitKey(const std::string& user,
                                                           const std::string& key) = 0;

@@ -220,7 +220,7 @@ TEST_P(StoreContract, JobsRoundTripAndUpdate) {
 
 // What a server loads at start: every job still in the system, and the ended ones from a time
 // on; the older ones stay, read by id and by their idempotency key, also inside a transaction.
-TEST_P(StoreContract, LiveJobsAreThoseNotEndedOrEndedSinceAndOldOnesAreReadByIdOrKey) {
+TEST_P(StoreContract, LiveJobsAreThoseNotEndedOrEndedSinceAndOldOnesAreReadByIdKeyOrPage) {
   auto s = Open();
   ASSERT_TRUE(s);
   std::map<std::string, int64_t> id;
@@ -269,7 +269,36 @@ TEST_P(StoreContract, LiveJobsAreThoseNotEndedOrEndedSinceAndOldOnesAreReadByIdO
     ASSERT_TRUE(none) << none.error().ToString();
     EXPECT_FALSE(none->has_value()) << user << " " << key;
   }
+  // The history: ended jobs by user, newest first by default, in pages below an id.
+  auto ended_names = [&](const Result<Store::EndedPage>& page) {
+    std::vector<std::string> out;
+    for (const JobRecord& j : page->jobs) out.push_back(j.name);
+    return out;
+  };
+  auto all = s->EndedJobs("", 0, 0, false);
+  ASSERT_TRUE(all) << all.error().ToString();
+  EXPECT_EQ(ended_names(all), (std::vector<std::string>{"recent", "edge", "old-done"}));
+  EXPECT_EQ(all->total, 3);
+  auto page = s->EndedJobs("alice", 0, 2, false);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(ended_names(page), (std::vector<std::string>{"recent", "edge"}));
+  EXPECT_EQ(page->total, 3);
+  page = s->EndedJobs("alice", id["edge"], 2, false);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(ended_names(page), (std::vector<std::string>{"old-done"}));
+  EXPECT_EQ(page->total, 1);
+  page = s->EndedJobs("", 0, 2, true);
+  ASSERT_TRUE(page);
+  EXPECT_EQ(ended_names(page), (std::vector<std::string>{"old-done", "edge"}));
+  page = s->EndedJobs("bob", 0, 0, false);
+  ASSERT_TRUE(page);
+  EXPECT_TRUE(page->jobs.empty());
+  EXPECT_EQ(page->total, 0);
   auto in_tx = s->Transaction([&](Store& t) -> Result<void> {
+    auto ended_tx = t.EndedJobs("alice", 0, 1, true);
+    if (!ended_tx) return tl::unexpected(ended_tx.error());
+    EXPECT_EQ(ended_names(ended_tx), (std::vector<std::string>{"old-done"}));
+    EXPECT_EQ(ended_tx->total, 3);
     auto live_tx = t.LiveJobs(5000);
     if (!live_tx) return tl::unexpected(live_tx.error());
     EXPECT_EQ(names(live_tx), live);
