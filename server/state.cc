@@ -584,7 +584,11 @@ Reply<JobRt*> State::Impl::ManagedJob(const store::PrincipalRecord& who, int64_t
     if (it == archived.end()) {
       auto rec = store.Job(id);
       if (!rec) return tl::unexpected(StoreFailure(rec.error()));
-      if (!rec->has_value()) return Refuse(404, "id", "no job " + std::to_string(id));
+      // Every job still in the system is in memory; one the store has and memory has not yet is
+      // a submission being committed, unknown until its answer (as before EvictEnded existed).
+      const bool ended = rec->has_value() && (*rec)->state != "pending" &&
+                         (*rec)->state != "running" && (*rec)->state != "stopping";
+      if (!ended) return Refuse(404, "id", "no job " + std::to_string(id));
       if (archived.size() >= kMaxArchived) archived.clear();
       it = archived.emplace(id, JobRt{}).first;
       it->second.rec = std::move(**rec);
