@@ -586,12 +586,12 @@ Reply<JobRt*> State::Impl::ManagedJob(const store::PrincipalRecord& who, int64_t
       if (!rec) return tl::unexpected(StoreFailure(rec.error()));
       // Every job still in the system is in memory; one the store has and memory has not yet is
       // a submission being committed, unknown until its answer (as before EvictEnded existed).
-      const bool ended = rec->has_value() && (*rec)->state != "pending" &&
-                         (*rec)->state != "running" && (*rec)->state != "stopping";
-      if (!ended) return Refuse(404, "id", "no job " + std::to_string(id));
+      JobRt old;
+      if (rec->has_value()) old.rec = std::move(**rec);
+      if (!rec->has_value() || !old.ended())
+        return Refuse(404, "id", "no job " + std::to_string(id));
       if (archived.size() >= kMaxArchived) archived.clear();
-      it = archived.emplace(id, JobRt{}).first;
-      it->second.rec = std::move(**rec);
+      it = archived.emplace(id, std::move(old)).first;
     }
   }
   if (!CanManageJob(who, it->second.rec.user)) return Refuse(403, "authorization", "not your job");
@@ -603,8 +603,7 @@ void State::Impl::EvictEnded(int64_t now) {
   evicted_at = now;
   for (auto it = jobs.begin(); it != jobs.end();) {
     const store::JobRecord& r = it->second.rec;
-    const bool ended = r.state != "pending" && !it->second.active();
-    if (ended && r.ended_at && *r.ended_at < now - opt.keep_ended_s) {
+    if (it->second.ended() && r.ended_at && *r.ended_at < now - opt.keep_ended_s) {
       if (!r.submit_key.empty()) by_submit_key.erase({r.user, r.submit_key});
       it = jobs.erase(it);
     } else {

@@ -72,6 +72,8 @@ struct JobRt {
   // activity derived from heartbeats is written at most every quarter lease, see NoteCpu).
   std::optional<int64_t> active_stored_at;
   bool active() const { return rec.state == "running" || rec.state == "stopping"; }
+  // Out of the system: succeeded, failed, cancelled or preempted for good.
+  bool ended() const { return rec.state != "pending" && !active(); }
 };
 
 struct NodeRt {
