@@ -3,7 +3,9 @@
 // that submits jobs back to back; a submission counts when the server answered 201, which it does
 // only after the job is committed to its store. The baseline, measured in the same run at the same
 // concurrency, is GET /healthz: the cost of an HTTP round trip with no store work, so the ratio
-// says what durability and validation cost. With `--stores sqlite,postgresql` the server runs
+// says what durability and validation cost. Each concurrency is measured twice: plain submissions,
+// and submissions that carry an Idempotency-Key as `hourglass submit` sends (a new key each), whose
+// ratio to the plain ones is what the key costs. With `--stores sqlite,postgresql` the server runs
 // once per store (PostgreSQL: a server of the bench's own, as in the tests), one after the other.
 //
 //   build/release/bench/submit_load [--seconds 5] [--clients 1,8,64] [--stores sqlite]
@@ -42,12 +44,33 @@ std::string ReadFile(const std::string& path) {
 }
 
 struct Run {
-  double per_s = 0, p50_ms = 0, p99_ms = 0;
-  int64_t done = 0, errors = 0;
+  std::vector<double> lat_ms;  // every answered request's latency
+  double seconds = 0;
+  int64_t errors = 0;
+
+  void Add(const Run& o) {
+    lat_ms.insert(lat_ms.end(), o.lat_ms.begin(), o.lat_ms.end());
+    seconds += o.seconds;
+    errors += o.errors;
+  }
+  double PerS() const { return seconds > 0 ? static_cast<double>(lat_ms.size()) / seconds : 0; }
+  // The q-th quantile of the latencies, in ms.
+  double Ms(double q) {
+    if (lat_ms.empty()) return 0;
+    std::sort(lat_ms.begin(), lat_ms.end());
+    return lat_ms[std::min(lat_ms.size() - 1,
+                           static_cast<size_t>(q * static_cast<double>(lat_ms.size())))];
+  }
 };
 
+enum class Ask { kHealth, kSubmit, kSubmitKeyed };
+
+// Idempotency keys unique over the whole run (the server keeps them per user for good).
+std::atomic<int64_t> next_key{0};
+
 // `clients` threads, each with one keep-alive connection, for `seconds`.
-Run Load(int port, const std::string& token, int clients, double seconds, bool submit) {
+Run Load(int port, const std::string& token, int clients, double seconds, Ask ask) {
+  const bool submit = ask != Ask::kHealth;
   std::atomic<bool> stop{false};
   std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
   std::vector<int64_t> errors(static_cast<size_t>(clients), 0);
@@ -59,11 +82,15 @@ Run Load(int port, const std::string& token, int clients, double seconds, bool s
       cli.set_keep_alive(true);
       cli.set_tcp_nodelay(true);  // headers and body go out in two writes: no Nagle wait
       cli.set_read_timeout(30, 0);
-      const httplib::Headers h{{"Authorization", "Bearer " + token}};
+      httplib::Headers h{{"Authorization", "Bearer " + token}};
       const std::string body =
           Json{{"name", "load-" + std::to_string(c)}, {"gpus", 1}, {"command", {"true"}}}.dump();
       auto& mine = lat[static_cast<size_t>(c)];
       while (!stop.load(std::memory_order_relaxed)) {
+        if (ask == Ask::kSubmitKeyed) {
+          h.erase("Idempotency-Key");
+          h.emplace("Idempotency-Key", "load-" + std::to_string(next_key++));
+        }
         const auto s = Clock::now();
         auto res = submit ? cli.Post("/v1/jobs", h, body, "application/json") : cli.Get("/healthz");
         const auto e = Clock::now();
@@ -78,19 +105,11 @@ Run Load(int port, const std::string& token, int clients, double seconds, bool s
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   stop = true;
   for (auto& t : threads) t.join();
-  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::vector<double> all;
   Run r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   for (size_t c = 0; c < lat.size(); ++c) {
-    all.insert(all.end(), lat[c].begin(), lat[c].end());
+    r.lat_ms.insert(r.lat_ms.end(), lat[c].begin(), lat[c].end());
     r.errors += errors[c];
-  }
-  std::sort(all.begin(), all.end());
-  r.done = static_cast<int64_t>(all.size());
-  r.per_s = static_cast<double>(all.size()) / elapsed;
-  if (!all.empty()) {
-    r.p50_ms = all[all.size() / 2];
-    r.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
   }
   return r;
 }
@@ -154,11 +173,19 @@ int Bench(const std::string& bin, const std::string& store, const std::vector<in
              R"({"node":"bench-node","gpus":8,"labels":{"block":"b0"},"running":[]})",
              "application/json");
     for (int c : clients) {
-      const Run base = Load(port, token, c, seconds / 2, /*submit=*/false);
-      const Run sub = Load(port, token, c, seconds, /*submit=*/true);
-      std::printf("%-11s %-8d %14.0f %10.2f %10.2f %16.0f %8.3f%s\n", store.c_str(), c, sub.per_s,
-                  sub.p50_ms, sub.p99_ms, base.per_s, base.per_s > 0 ? sub.per_s / base.per_s : 0.0,
-                  sub.errors || base.errors ? "  (errors seen)" : "");
+      Run base = Load(port, token, c, seconds / 2, Ask::kHealth);
+      // Plain and keyed in turns, a quarter of the time each, so that neither gets the emptier
+      // store or the quieter minute.
+      Run sub, keyed;
+      for (int turn = 0; turn < 4; ++turn) {
+        sub.Add(Load(port, token, c, seconds / 4, Ask::kSubmit));
+        keyed.Add(Load(port, token, c, seconds / 4, Ask::kSubmitKeyed));
+      }
+      std::printf("%-11s %-8d %14.0f %10.2f %10.2f %16.0f %8.3f %10.0f %10.2f %8.3f%s\n",
+                  store.c_str(), c, sub.PerS(), sub.Ms(0.5), sub.Ms(0.99), base.PerS(),
+                  base.PerS() > 0 ? sub.PerS() / base.PerS() : 0.0, keyed.PerS(), keyed.Ms(0.99),
+                  sub.PerS() > 0 ? keyed.PerS() / sub.PerS() : 0.0,
+                  sub.errors || base.errors || keyed.errors ? "  (errors seen)" : "");
       std::fflush(stdout);
     }
   }
@@ -203,8 +230,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("%-11s %-8s %14s %10s %10s %16s %8s\n", "store", "clients", "submissions/s", "p50 ms",
-              "p99 ms", "healthz/s (base)", "ratio");
+  std::printf("%-11s %-8s %14s %10s %10s %16s %8s %10s %10s %8s\n", "store", "clients",
+              "submissions/s", "p50 ms", "p99 ms", "healthz/s (base)", "ratio", "keyed/s",
+              "keyed p99", "keyed/plain");
   int rc = 0;
   for (const std::string& store : stores) rc |= Bench(bin, store, clients, seconds);
   return rc;

@@ -122,5 +122,41 @@ TEST(KeepEnded, EndedJobsLeaveMemoryAfterTheKeepAndAreStillReadFromTheStore) {
   EXPECT_EQ(l.StateOf(next), "pending");
 }
 
+// A retry answers as the first attempt did even when its checks would now refuse it (here its
+// budget is gone), as while the first job was in memory; the store is read on that path too.
+TEST(KeepEnded, ARetryOfAJobThatLeftMemoryAnswersAsItsFirstAttemptAfterItsBudgetWentAway) {
+  Loop l(2, 0, 86400, 1.0, 0, [](StateOptions& o) { o.keep_ended_s = 3600; });
+  l.At(0);
+  l.Tick();
+  const json body = {{"gpus", 1}, {"budget", "b"}, {"command", {"sleep", "1"}}};
+  auto first = SubmitKeyed(l, body, "k1");
+  ASSERT_TRUE(first) << first.error().reason;
+  l.At(10);
+  ASSERT_TRUE(l.state().Cancel(kAdmin, first->id));
+  l.At(3700);
+  l.Tick();
+  ASSERT_EQ(InMemory(l), 0);
+  ASSERT_TRUE(l.state().DeleteBudget(kAdmin, "b"));
+
+  auto retried = SubmitKeyed(l, body, "k1");
+  ASSERT_TRUE(retried) << retried.error().reason;
+  EXPECT_TRUE(retried->replayed);
+  EXPECT_EQ(retried->id, first->id);
+  EXPECT_EQ(retried->state, "cancelled");
+  // A new key gets the check's refusal, naming the field.
+  auto fresh = SubmitKeyed(l, body, "k2");
+  ASSERT_FALSE(fresh);
+  EXPECT_EQ(fresh.error().status, 400);
+  EXPECT_EQ(fresh.error().field, "budget");
+  // The key of a job still in memory is answered from memory.
+  auto kept = SubmitKeyed(l, kBody, "k3");
+  ASSERT_TRUE(kept) << kept.error().reason;
+  auto again = SubmitKeyed(l, kBody, "k3");
+  ASSERT_TRUE(again) << again.error().reason;
+  EXPECT_TRUE(again->replayed);
+  EXPECT_EQ(again->id, kept->id);
+  EXPECT_EQ(InMemory(l), 1);
+}
+
 }  // namespace
 }  // namespace hg::server

@@ -489,6 +489,15 @@ bool SameRequest(const store::JobRecord& a, const store::JobRecord& b) {
          a.priority == b.priority && a.command == b.command && a.env == b.env && a.cwd == b.cwd;
 }
 
+// The answer to a retry under a key that `first` was submitted with.
+Reply<State::Submitted> AnswerRetry(const store::JobRecord& first, const store::JobRecord& job) {
+  if (!SameRequest(first, job))
+    return Refuse(409, "Idempotency-Key",
+                  "already used for job " + std::to_string(first.id) +
+                      ", which asked for something else; use a new key for a new job");
+  return State::Submitted{first.id, true, first.state};
+}
+
 }  // namespace
 
 Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::JobRecord job) {
@@ -497,6 +506,18 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
   const int64_t now = s.NowS();
   const Impl::SubmitKey key{who.name, job.submit_key};
   const bool keyed = !job.submit_key.empty();
+  // A key memory does not know may still be that of a job which ended long ago and left memory
+  // (EvictEnded); the store keeps every key. It is read only where the submission would
+  // otherwise be refused (a check failed, or the store's unique key refused the insert), outside
+  // the lock, so a new key, the common case, costs no read.
+  auto or_stored_retry = [&](Refusal refused) -> Reply<Submitted> {
+    if (keyed) {
+      auto stored = s.store.JobBySubmitKey(who.name, job.submit_key);
+      if (stored && stored->has_value()) return AnswerRetry(**stored, job);
+    }
+    return tl::unexpected(std::move(refused));
+  };
+  std::optional<Refusal> refused;
   {
     std::unique_lock lock(s.mu);
     // A retry answers as the first attempt did, before anything that may have changed since
@@ -504,23 +525,8 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
     // commits waits for its answer (the first always gets one: InsertJob returns).
     if (keyed) {
       s.submitted.wait(lock, [&] { return s.submitting.count(key) == 0; });
-      std::optional<store::JobRecord> first;
-      if (auto it = s.by_submit_key.find(key); it != s.by_submit_key.end()) {
-        first = s.jobs.at(it->second).rec;
-      } else {
-        // A job that ended long ago has left memory (EvictEnded) but not the store, whose
-        // uniqueness of keys would refuse a second job under the same one.
-        auto stored = s.store.JobBySubmitKey(who.name, job.submit_key);
-        if (!stored) return tl::unexpected(StoreFailure(stored.error()));
-        first = std::move(*stored);
-      }
-      if (first) {
-        if (!SameRequest(*first, job))
-          return Refuse(409, "Idempotency-Key",
-                        "already used for job " + std::to_string(first->id) +
-                            ", which asked for something else; use a new key for a new job");
-        return Submitted{first->id, true, first->state};
-      }
+      if (auto it = s.by_submit_key.find(key); it != s.by_submit_key.end())
+        return AnswerRetry(s.jobs.at(it->second).rec, job);
     }
     JobSpec spec;
     spec.gpus = Gpus(job.gpus);
@@ -529,17 +535,19 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
     spec.lease = Seconds(job.lease_s);
     if (job.max_runtime_s) spec.max_runtime = Seconds(*job.max_runtime_s);
     spec.grace = Seconds(job.grace_s);
-    if (!job.budget.empty()) {
-      if (!s.tree.Find(job.budget))
-        return Refuse(400, "budget", "unknown budget '" + job.budget + "'");
+    if (!job.budget.empty() && !s.tree.Find(job.budget)) {
+      refused = Refusal{400, "budget", "unknown budget '" + job.budget + "'"};
+    } else if (!CanCharge(s.budgets, who, job.budget)) {
+      refused = Refusal{403, "budget", "you may not charge budget '" + job.budget + "'"};
+    } else if (job.command.empty()) {
+      refused = Refusal{400, "command", "must not be empty"};
+    } else if (auto ok = ValidateJob(spec, s.nodes, s.opt.config); !ok) {
+      refused = Refusal{400, ApiField(ok.error().field), ok.error().reason};
+    } else if (keyed) {
+      s.submitting.insert(key);
     }
-    if (!CanCharge(s.budgets, who, job.budget))
-      return Refuse(403, "budget", "you may not charge budget '" + job.budget + "'");
-    if (job.command.empty()) return Refuse(400, "command", "must not be empty");
-    if (auto ok = ValidateJob(spec, s.nodes, s.opt.config); !ok)
-      return Refuse(400, ApiField(ok.error().field), ok.error().reason);
-    if (keyed) s.submitting.insert(key);
   }
+  if (refused) return or_stored_retry(std::move(*refused));
   job.id = 0;
   job.user = who.name;
   job.state = "pending";
@@ -572,7 +580,7 @@ Reply<State::Submitted> State::Submit(const store::PrincipalRecord& who, store::
     }
   }
   if (keyed) s.submitted.notify_all();
-  if (!id) return tl::unexpected(StoreFailure(id.error()));
+  if (!id) return or_stored_retry(StoreFailure(id.error()));
   return Submitted{*id, false, "pending"};
 }
 
