@@ -95,11 +95,18 @@ int Run(const Args& a) {
     }
     kill(getpid(), SIGUSR1);
   };
-  // A standby waits in Start(), before sigwait below: it looks for SIGTERM and SIGINT itself.
+  // A standby waits in Start(), before sigwait below: it looks for SIGTERM and SIGINT itself. So
+  // does a server started while another holds the database, for a few seconds (a restart).
   bool stopped_standing_by = false;
-  o.keep_standing_by = [&set, &stopped_standing_by, told = false]() mutable {
+  o.keep_standing_by = [&set, &stopped_standing_by, &o, told = false]() mutable {
     if (!told) {
-      std::printf("hourglass server: standing by; another server holds the database\n");
+      if (o.standby)
+        std::printf("hourglass server: standing by; another server holds the database\n");
+      else
+        std::printf(
+            "hourglass server: another server holds the database; waiting up to %d s for it to "
+            "let go (as it does a moment after it stopped)\n",
+            o.takeover_attempts);
       std::fflush(stdout);
       told = true;
     }

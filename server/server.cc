@@ -75,10 +75,15 @@ Result<void> Server::Start() {
     po.exclusive = true;
     // A standby tries again while the active server holds the database. It holds no state, binds
     // no port and answers nothing meanwhile, so clients and agents reach only the active one.
-    while (!(st = store::OpenPgStore(opt_.database, po)) && opt_.standby &&
-           store::IsServerLockHeld(st.error())) {
-      if (!opt_.keep_standing_by || !opt_.keep_standing_by())
-        return Fail("--standby", "stopped while standing by");
+    // Any other server tries a few times: after a restart the stopped one's session, which holds
+    // the lock, ends a moment after its process (PostgreSQL notices the closed connection).
+    for (int attempt = 1;; ++attempt) {
+      st = store::OpenPgStore(opt_.database, po);
+      if (st || !store::IsServerLockHeld(st.error()) || !opt_.keep_standing_by) break;
+      if (!opt_.standby && attempt > opt_.takeover_attempts) break;
+      if (!opt_.keep_standing_by())
+        return Fail(opt_.standby ? "--standby" : "--database",
+                    "stopped while waiting for another server to let go of the database");
     }
   }
   if (!st) return tl::unexpected(st.error());

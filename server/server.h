@@ -52,6 +52,10 @@ struct ServerOptions {
   // `keep_standing_by`, which returns false to give up (say, on SIGTERM).
   bool standby = false;
   std::function<bool()> keep_standing_by;
+  // Without `standby`, the attempts Start() makes while another server holds the database before
+  // it fails: a restarted server's predecessor lets go of the lock when its database session
+  // ends, which may be a moment after its process did. Needs `keep_standing_by`.
+  int takeover_attempts = 10;
   // Called once, from the scheduling thread, when the store has been taken by another server
   // (store::Store::Fenced): this one must stop. `hourglass server` exits with status 3.
   std::function<void(const Error&)> on_fenced;

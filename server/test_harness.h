@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "server/clock.h"
 #include "server/server.h"
@@ -58,15 +60,16 @@ class Harness {
   void StartServer() {
     // A restart on PostgreSQL: the stopped server's lock goes with its database session, whose
     // backend may not have exited when the new server opens the database (seen under ctest -j2).
-    // The new one waits for it as a standby does (Server::Start).
-    Result<void> ok;
-    Eventually(
-        [&] {
-          server_ = std::make_unique<Server>(opt_);
-          ok = server_->Start();
-          return ok || !store::IsServerLockHeld(ok.error());
-        },
-        10000);
+    // The new one waits for it (ServerOptions::takeover_attempts), here in tenths of a second.
+    if (!opt_.keep_standing_by) {
+      opt_.keep_standing_by = [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return true;
+      };
+      opt_.takeover_attempts = 100;
+    }
+    server_ = std::make_unique<Server>(opt_);
+    auto ok = server_->Start();
     ASSERT_TRUE(ok) << ok.error().ToString();
     if (!server_->NewAdminToken().empty()) admin_ = server_->NewAdminToken();
   }

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -143,13 +142,9 @@ void Cluster::StartServer() {
                                 "--port-file",    port_file,
                                 "--interval-ms",  std::to_string(interval_ms_),
                                 "--lost-after-s", std::to_string(lost_after_s_)};
-  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
   // On PostgreSQL a restarted server may open the database before the killed one's session has
-  // ended, which holds the server lock until then: it waits for it as a standby (a first start
-  // finds the lock free at once).
-  if (std::find(argv.begin(), argv.end(), "--database") != argv.end() &&
-      std::find(argv.begin(), argv.end(), "--standby") == argv.end())
-    argv.push_back("--standby");
+  // ended; it waits for it by itself (ServerOptions::takeover_attempts).
+  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
   server_ = std::make_unique<Process>(argv, dir_ + "/server/run" + std::to_string(server_starts_));
   const bool up = WaitFor(
       [&] {

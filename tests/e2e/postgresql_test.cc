@@ -4,6 +4,8 @@
 #include <httplib.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,57 @@ TEST(E2ePostgresql, AStandbyTakesOverWhenTheActiveServerDies) {
     EXPECT_EQ(job->status, 200) << id << ": " << job->body;
   }
   EXPECT_EQ(standby.Stop(), 0) << standby.Output();
+}
+
+// A server started while another holds the database (no --standby) waits a few seconds for it
+// to let go, as after a restart, when the stopped server's session may outlive its process by a
+// moment: it takes over if the holder goes within them, and otherwise fails saying why.
+TEST(E2ePostgresql, AServerStartedBesideAnotherWaitsAMomentForItThenSaysWhy) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  Cluster c(200, 3, {"--database", pg.Conninfo()});
+  c.AddAgent(Node("n1", 2));
+  const std::string alice = c.AddPrincipal("alice", "user");
+  const int64_t id = c.Submit(Json{{"gpus", 1}, {"command", {"true"}}, {"cwd", c.dir()}}, alice);
+  auto start = [&](const std::string& name) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{HOURGLASS_BIN, "server", "--data", c.dir() + "/" + name,
+                                 "--listen", "127.0.0.1:0", "--port-file",
+                                 c.dir() + "/" + name + ".port", "--interval-ms", "200",
+                                 "--database", pg.Conninfo()},
+        c.dir() + "/" + name);
+  };
+
+  // The holder stays: the newcomer waits about ten seconds, binds nothing, then fails.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto late = start("late");
+  ASSERT_TRUE(
+      WaitFor([&] { return late->Output().find("waiting up to 10 s") != std::string::npos; }, 10s))
+      << late->Output();
+  ASSERT_TRUE(WaitFor([&] { return !late->running(); }, 30s)) << late->Output();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(waited, 9.0) << late->Output();
+  EXPECT_TRUE(WIFEXITED(late->status()) && WEXITSTATUS(late->status()) != 0) << late->Output();
+  EXPECT_NE(late->Output().find("another hourglass server is using this database"),
+            std::string::npos)
+      << late->Output();
+  EXPECT_NE(late->Output().find("--standby"), std::string::npos) << late->Output();
+  EXPECT_FALSE(FileExists(c.dir() + "/late.port"));
+
+  // The holder dies while the next one waits: that one takes the database and serves its jobs.
+  auto next = start("next");
+  ASSERT_TRUE(
+      WaitFor([&] { return next->Output().find("waiting up to 10 s") != std::string::npos; }, 10s))
+      << next->Output();
+  c.KillServer();
+  ASSERT_TRUE(WaitFor([&] { return PortIn(c.dir() + "/next.port") > 0; }, 15s)) << next->Output();
+  httplib::Client cli("127.0.0.1", PortIn(c.dir() + "/next.port"));
+  auto job = cli.Get("/v1/jobs/" + std::to_string(id),
+                     httplib::Headers{{"Authorization", "Bearer " + alice}});
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->status, 200) << job->body;
+  EXPECT_EQ(next->Stop(), 0) << next->Output();
 }
 
 // SIGTERM ends a standby that is still waiting, with status 0.
