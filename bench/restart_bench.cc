@@ -3,7 +3,8 @@
 // each) that ended `ago_days` days before the start: with 30, beyond the server's
 // --keep-ended-days (7) and the fair-share window, they stay in the store; with 1 they are loaded.
 // The baseline in the same run opens a store without history. Counter `in_memory`: the jobs the
-// started server holds (the hourglass_jobs_in_memory gauge).
+// started server holds (the hourglass_jobs_in_memory gauge). BM_HistoryPage: a page of the history
+// list once it is read from the store; its baseline is the same page on an empty store.
 //
 // Run: cmake --build --preset release --target restart_bench && build/release/bench/restart_bench
 #include <benchmark/benchmark.h>
@@ -96,5 +97,37 @@ BENCHMARK(BM_Open)
 
 void BM_BaselineOpenEmpty(benchmark::State& bs) { Open(bs, 0, 0); }
 BENCHMARK(BM_BaselineOpenEmpty)->Unit(benchmark::kMillisecond);
+
+// One page of the history list (`hourglass jobs --state all`, 50 newest, with its total) and the
+// same for one user (`alice`, who owns every job here), once the history has left memory: read
+// from the store. history 0 is the baseline.
+void BM_HistoryPage(benchmark::State& bs) {
+  store::TestDir dir;
+  auto st = MakeStore(dir, bs.range(0), 30, bs);
+  if (!st) return;
+  server::ManualClock clock(kNowS * 1000);
+  auto s = server::State::Open(*st, clock, server::StateOptions{});
+  if (!s) {
+    bs.SkipWithError(s.error().ToString().c_str());
+    return;
+  }
+  const store::PrincipalRecord admin{"admin", "admin"};
+  const std::string user = bs.range(1) ? "alice" : "";
+  for (auto _ : bs) {
+    auto page = (*s)->JobsJson(admin, "all", user, 50, false, 0);
+    if (!page) {
+      bs.SkipWithError(page.error().reason.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(page);
+  }
+}
+BENCHMARK(BM_HistoryPage)
+    ->ArgNames({"history", "one_user"})
+    ->Args({0, 0})
+    ->Args({10000, 0})
+    ->Args({100000, 0})
+    ->Args({100000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
