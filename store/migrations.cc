@@ -148,6 +148,13 @@ ALTER TABLE jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_submit_key ON jobs(user, submit_key) WHERE submit_key <> '';
 )sql";
 
+// Version 6: indexes that keep a server's start and its history lists from reading every job it
+// ever ran (Store::LiveJobs: jobs in the system or ended lately; Store::EndedJobs of one user).
+constexpr const char* kV6 = R"sql(
+CREATE INDEX jobs_by_end ON jobs(ended_at);
+CREATE INDEX jobs_ended_by_user ON jobs(user, id) WHERE state NOT IN ('pending', 'running', 'stopping');
+)sql";
+
 Result<void> EnsureVersionTable(sql::Db& db) {
   // One row; created with version 0 so every later step is a plain UPDATE.
   return db.Exec(
@@ -168,7 +175,7 @@ Error TooNew(const sql::Db& db, int have, size_t known) {
 }  // namespace
 
 const std::vector<std::string>& SchemaSteps() {
-  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4, kV5};
+  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4, kV5, kV6};
   return steps;
 }
 

@@ -143,13 +143,20 @@ ALTER TABLE jobs ADD COLUMN submit_key TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX jobs_by_submit_key ON jobs("user", submit_key) WHERE submit_key <> '';
 )sql";
 
+// Version 6: indexes that keep a server's start and its history lists from reading every job.
+constexpr const char* kV6 = R"sql(
+CREATE INDEX jobs_by_end ON jobs(ended_at);
+CREATE INDEX jobs_ended_by_user ON jobs("user", id)
+  WHERE state NOT IN ('pending', 'running', 'stopping');
+)sql";
+
 // Any fixed number: every process that migrates takes the same lock.
 constexpr int64_t kMigrationLock = 0x686f7572676c6173;  // "hourglas"
 
 }  // namespace
 
 const std::vector<std::string>& PgSchemaSteps() {
-  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4, kV5};
+  static const std::vector<std::string> steps = {kV1, kV2, kV3, kV4, kV5, kV6};
   return steps;
 }
 

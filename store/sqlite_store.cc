@@ -326,9 +326,13 @@ Result<void> SetActivityOn(Db& db, int64_t job, int64_t at) {
   return {};
 }
 
-// Jobs still in the system, or ended at or after ?1 (Store::LiveJobs).
+// Jobs still in the system, or ended at or after ?1 (Store::LiveJobs). A union of three index
+// searches (jobs_by_state, jobs_by_end): SQLite scans the whole table for the same terms joined by
+// OR, and the table holds every job the site ever ran.
 constexpr const char* kLiveJobs =
-    "WHERE state IN ('pending', 'running', 'stopping') OR ended_at IS NULL OR ended_at >= ?1";
+    "WHERE id IN (SELECT id FROM jobs WHERE state IN ('pending', 'running', 'stopping') "
+    "UNION ALL SELECT id FROM jobs WHERE ended_at IS NULL "
+    "UNION ALL SELECT id FROM jobs WHERE ended_at >= ?1)";
 
 // Every row of a prepared SELECT of kJobColumns.
 Result<std::vector<JobRecord>> ReadJobs(Statement& st) {
@@ -352,16 +356,21 @@ Result<std::vector<JobRecord>> LiveJobsOn(Db& db, int64_t ended_since) {
   return ReadJobs(**st);
 }
 
-// Ended jobs of ?1 ("": all) with ids below ?2 (0: any): Store::EndedJobs.
-constexpr const char* kEndedJobs =
-    " FROM jobs WHERE state NOT IN ('pending', 'running', 'stopping') AND (?1 = '' OR user = ?1) "
+// Ended jobs with ids below ?2 (0: any), of user ?1 or of all (Store::EndedJobs). Two texts, so
+// that one user's are searched in jobs_ended_by_user: `?1 = '' OR user = ?1` would scan.
+constexpr const char* kEndedJobsOfAll =
+    " FROM jobs WHERE state NOT IN ('pending', 'running', 'stopping') AND ?1 = '' "
+    "AND (?2 = 0 OR id < ?2)";
+constexpr const char* kEndedJobsOfUser =
+    " FROM jobs WHERE state NOT IN ('pending', 'running', 'stopping') AND user = ?1 "
     "AND (?2 = 0 OR id < ?2)";
 
 Result<Store::EndedPage> EndedJobsOn(Db& db, const std::string& user, int64_t before_id,
                                      int64_t limit, bool oldest_first) {
+  const char* ended = user.empty() ? kEndedJobsOfAll : kEndedJobsOfUser;
   Store::EndedPage page;
   {
-    auto st = db.Cached(std::string("SELECT ") + kJobColumns + kEndedJobs + " ORDER BY id " +
+    auto st = db.Cached(std::string("SELECT ") + kJobColumns + ended + " ORDER BY id " +
                         (oldest_first ? "ASC" : "DESC") + " LIMIT ?3");
     HG_TRY(st);
     (*st)->Bind(1, user).Bind(2, before_id).Bind(3, limit > 0 ? limit : int64_t{-1});
@@ -369,7 +378,7 @@ Result<Store::EndedPage> EndedJobsOn(Db& db, const std::string& user, int64_t be
     HG_TRY(jobs);
     page.jobs = std::move(*jobs);
   }
-  auto st = db.Cached(std::string("SELECT count(*)") + kEndedJobs);
+  auto st = db.Cached(std::string("SELECT count(*)") + ended);
   HG_TRY(st);
   (*st)->Bind(1, user).Bind(2, before_id);
   auto row = (*st)->Step();
