@@ -183,6 +183,26 @@ CliResult<Request> BuildBudgetAdd(const BudgetAddArgs& a) {
   return Request{"POST", "/v1/budgets", body};
 }
 
+Request BuildBudgetDelete(const std::string& name) {
+  return Request{"DELETE", "/v1/budgets/" + UrlEncode(name), std::nullopt};
+}
+
+Request BuildAudit(const std::optional<std::string>& budget) {
+  return Request{"GET", budget ? "/v1/audit?budget=" + UrlEncode(*budget) : "/v1/audit",
+                 std::nullopt};
+}
+
+std::string RenderAudit(const Json& reply) {
+  if (!reply.contains("entries") || !reply["entries"].is_array() || reply["entries"].empty())
+    return "no changes\n";
+  Table t({"WHEN", "WHO", "BUDGET", "FIELD", "OLD", "NEW"});
+  // A creation has no old value and a deletion no new one: "-".
+  for (const Json& e : reply["entries"])
+    t.Add({Time(e, "at"), Text(e, "who"), Text(e, "budget"), Text(e, "field"), Text(e, "old"),
+           Text(e, "new")});
+  return t.Render();
+}
+
 Request BuildUsage(const std::optional<std::string>& budget) {
   return Request{"GET", budget ? "/v1/usage?budget=" + UrlEncode(*budget) : "/v1/usage",
                  std::nullopt};
@@ -287,6 +307,21 @@ CliResult<void> RunBudgetAdd(Client& c, const BudgetAddArgs& a, bool json, std::
   if (!reply) return tl::unexpected(reply.error());
   out << (json ? reply->dump() + "\n"
                : fmt::format("budget {} added under {}\n", a.name, a.parent.value_or("(top)")));
+  return {};
+}
+
+CliResult<void> RunBudgetDelete(Client& c, const std::string& name, bool json, std::ostream& out) {
+  auto reply = c.Call(BuildBudgetDelete(name));
+  if (!reply) return tl::unexpected(reply.error());
+  out << (json ? reply->dump() + "\n" : fmt::format("budget {} deleted\n", name));
+  return {};
+}
+
+CliResult<void> RunAudit(Client& c, const std::optional<std::string>& budget, bool json,
+                         std::ostream& out) {
+  auto reply = c.Call(BuildAudit(budget));
+  if (!reply) return tl::unexpected(reply.error());
+  out << (json ? reply->dump() + "\n" : RenderAudit(*reply));
   return {};
 }
 

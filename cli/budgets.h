@@ -1,4 +1,5 @@
-// Budget commands: budgets (the tree), budget set, budget add, usage.
+// Budget commands: budgets (the tree), budget set, budget add, budget delete, budget history,
+// usage.
 #pragma once
 
 #include <optional>
@@ -36,12 +37,23 @@ struct BudgetAddArgs {
 };
 CliResult<Request> BuildBudgetAdd(const BudgetAddArgs& a);
 
+// DELETE /v1/budgets/{name}: the server refuses a budget with children or with jobs in the system.
+Request BuildBudgetDelete(const std::string& name);
+
+// GET /v1/audit: every change to one budget (or to all), as the server keeps them, oldest first.
+Request BuildAudit(const std::optional<std::string>& budget);
+// One line a change: when (UTC), who, which budget, the field, and its old and new value.
+std::string RenderAudit(const Json& reply);
+
 Request BuildUsage(const std::optional<std::string>& budget);
 std::string RenderUsage(const Json& reply);
 
 CliResult<void> RunBudgets(Client& c, bool json, std::ostream& out);
 CliResult<void> RunBudgetSet(Client& c, const BudgetSetArgs& a, bool json, std::ostream& out);
 CliResult<void> RunBudgetAdd(Client& c, const BudgetAddArgs& a, bool json, std::ostream& out);
+CliResult<void> RunBudgetDelete(Client& c, const std::string& name, bool json, std::ostream& out);
+CliResult<void> RunAudit(Client& c, const std::optional<std::string>& budget, bool json,
+                         std::ostream& out);
 CliResult<void> RunUsage(Client& c, const std::optional<std::string>& budget, bool json,
                          std::ostream& out);
 

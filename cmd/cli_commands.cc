@@ -172,7 +172,8 @@ void AddBudgetCommands(CLI::App& app, int& exit_code) {
           [&](cli::Client& c) { return cli::RunBudgets(c, *json, std::cout); });
     });
   }
-  auto* budget = app.add_subcommand("budget", "change or add a budget");
+  auto* budget = app.add_subcommand(
+      "budget", "change, add or delete a budget, or read its history of changes");
   budget->require_subcommand(1);
   {
     auto a = std::make_shared<cli::BudgetSetArgs>();
@@ -204,6 +205,30 @@ void AddBudgetCommands(CLI::App& app, int& exit_code) {
     sub->callback([a, json, &exit_code] {
       Run("budget add", exit_code,
           [&](cli::Client& c) { return cli::RunBudgetAdd(c, *a, *json, std::cout); });
+    });
+  }
+  {
+    auto name = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    auto* sub =
+        Command(*budget, "delete",
+                "delete a budget that has no children and no pending or running jobs", *json);
+    sub->add_option("name", *name, "budget name")->required();
+    sub->callback([name, json, &exit_code] {
+      Run("budget delete", exit_code,
+          [&](cli::Client& c) { return cli::RunBudgetDelete(c, *name, *json, std::cout); });
+    });
+  }
+  {
+    auto b = std::make_shared<std::optional<std::string>>();
+    auto json = std::make_shared<bool>(false);
+    auto* sub =
+        Command(*budget, "history",
+                "every change to the budgets: when, who, the field, old and new value", *json);
+    sub->add_option("name", *b, "only this budget's changes");
+    sub->callback([b, json, &exit_code] {
+      Run("budget history", exit_code,
+          [&](cli::Client& c) { return cli::RunAudit(c, *b, *json, std::cout); });
     });
   }
   {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,70 @@ TEST(E2eRoles, RevokedTokensAreRefusedAndARevokedAgentsNodeIsLost) {
       if (n["name"] == "n1") return n["state"] == "lost";
     return false;
   })) << c.Admin("GET", "/v1/nodes").raw;
+}
+
+// A lead adds a budget, deletes it, and reads who changed what with the CLI; a budget with
+// children or with a job in the system is not deleted, and the refusal names the field.
+TEST(E2eRoles, LeadsDeleteBudgetsAndReadTheirHistoryWithTheCli) {
+  Org o;
+  Cluster& c = o.c;
+  auto [add_rc, added] =
+      c.Cli({"budget", "add", "tmp", "--parent", "vision", "--share", "2"}, o.carol);
+  ASSERT_EQ(add_rc, 0) << added;
+  auto [set_rc, set] = c.Cli({"budget", "set", "tmp", "--share", "3"}, o.carol);
+  ASSERT_EQ(set_rc, 0) << set;
+
+  // Refused: a user who leads nothing here, a budget with children, one with a job in the system.
+  const Json before = BudgetShape(c);
+  auto [user_rc, user_out] = c.Cli({"budget", "delete", "tmp"}, o.alice);
+  EXPECT_EQ(user_rc, 1) << user_out;
+  EXPECT_NE(user_out.find("authorization"), std::string::npos) << user_out;
+  auto [parent_rc, parent_out] = c.Cli({"budget", "delete", "vision"}, o.carol);
+  EXPECT_EQ(parent_rc, 1) << parent_out;
+  EXPECT_NE(parent_out.find("has children"), std::string::npos) << parent_out;
+  const int64_t job = c.Submit(
+      Json{{"budget", "speech"}, {"gpus", 1}, {"command", {"sleep", "60"}}, {"cwd", c.dir()}},
+      c.admin_token());
+  ASSERT_GT(job, 0);
+  auto [busy_rc, busy_out] = c.Cli({"budget", "delete", "speech"}, o.carol);
+  EXPECT_EQ(busy_rc, 1) << busy_out;
+  EXPECT_NE(busy_out.find("pending or running jobs"), std::string::npos) << busy_out;
+  EXPECT_EQ(BudgetShape(c), before) << "a refused delete changed a budget";
+
+  auto [del_rc, deleted] = c.Cli({"budget", "delete", "tmp"}, o.carol);
+  ASSERT_EQ(del_rc, 0) << deleted;
+  EXPECT_EQ(deleted, "budget tmp deleted\n");
+  for (const Json& b : c.Admin("GET", "/v1/budgets").body["budgets"])
+    EXPECT_NE(b["name"], "tmp") << "still listed after its delete";
+
+  // Its history, oldest first: created, share 2 -> 3, deleted, each by carol; nothing else's.
+  // Each line: the time (date and clock), who, budget, field, old, new ("-": none).
+  auto [hist_rc, history] = c.Cli({"budget", "history", "tmp"}, o.alice);
+  ASSERT_EQ(hist_rc, 0) << history;
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(history);
+  std::getline(lines, added);  // the header
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> row;
+    for (std::string w; words >> w;) row.push_back(w);
+    ASSERT_GE(row.size(), 2u) << history;
+    row.erase(row.begin(), row.begin() + 2);
+    rows.push_back(row);
+  }
+  using Row = std::vector<std::string>;
+  EXPECT_EQ(rows, (std::vector<Row>{{"carol", "tmp", "created", "-", "parent=vision", "share=2.0"},
+                                    {"carol", "tmp", "share", "2.0", "3.0"},
+                                    {"carol", "tmp", "deleted", "-", "-"}}))
+      << history;
+  // Without a name: every budget's changes, the Org's own creations among them.
+  auto [all_rc, all] = c.Cli({"budget", "history", "--json"}, o.alice);
+  ASSERT_EQ(all_rc, 0) << all;
+  std::vector<std::string> budgets;
+  const Json entries = Json::parse(all)["entries"];
+  for (const Json& e : entries)
+    if (e["field"] == "created") budgets.push_back(e["budget"]);
+  EXPECT_EQ(budgets, (std::vector<std::string>{"lab", "vision", "speech", "ops", "tmp"})) << all;
 }
 
 struct BadCase {
