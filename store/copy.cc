@@ -65,11 +65,9 @@ Result<StoreContents> ReadContents(Store& store) {
   auto jobs = store.Jobs();
   HG_TRY(jobs);
   c.jobs = std::move(*jobs);
-  for (const JobRecord& j : c.jobs) {
-    auto events = store.JobEvents(j.id);
-    HG_TRY(events);
-    c.events.insert(c.events.end(), events->begin(), events->end());
-  }
+  auto events = store.AllJobEvents();
+  HG_TRY(events);
+  c.events = std::move(*events);
   constexpr int64_t kAll = std::numeric_limits<int64_t>::min();
   auto runs = store.RunsSince(kAll);
   HG_TRY(runs);
@@ -132,9 +130,9 @@ Result<StoreContents> CopyStore(Store& from, Store& to) {
     for (const auto& t : c.tokens) HG_TRY(tx.AddToken(t));
     for (const auto& b : c.budgets) HG_TRY(tx.PutBudget(b, {}));
     for (const auto& a : c.audit) HG_TRY(tx.AppendAudit(a));
-    for (const auto& j : c.jobs) HG_TRY(tx.RestoreJob(j));
-    for (const auto& e : c.events) HG_TRY(tx.AddJobEvent(e));
-    for (const auto& r : c.runs) HG_TRY(tx.PutRun(r));
+    HG_TRY(tx.RestoreJobs(c.jobs));
+    HG_TRY(tx.AddJobEvents(c.events));
+    HG_TRY(tx.PutRuns(c.runs));
     for (const auto& s : c.stops) HG_TRY(tx.AddRecentStop(s));
     for (const auto& n : c.nodes) HG_TRY(tx.PutNode(n));
     auto after = ReadContents(tx);

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
+#include <string>
+
 #include "store/pg_store.h"
 #include "store/pg_test_server.h"
 #include "store/sqlite_store.h"
@@ -188,6 +192,77 @@ TEST(StoreCopy, IntoAStoreThatHoldsAnythingIsRefusedAndChangesNothing) {
   auto back = CopyStore(*postgres, *sqlite);
   ASSERT_FALSE(back);
   EXPECT_NE(back.error().reason.find("3 jobs"), std::string::npos) << back.error().reason;
+}
+
+// Into PostgreSQL the rows go in multi-row INSERTs of 500: a site of 1,201 jobs (three
+// statements of jobs; their events and runs, with ids out of order, in more) reads back the same,
+// events in the order each job got them.
+TEST(StoreCopy, ALargerSiteCrossesTheBatchesIntactAndInOrder) {
+  TestDir dir;
+  auto sqlite = Must(OpenSqliteStore(dir.File("hg.db")));
+  ASSERT_TRUE(sqlite);
+  auto filled = sqlite->Transaction([](Store& tx) -> Result<void> {
+    for (int i = 0; i < 1201; ++i) {
+      JobRecord j = FullJob();
+      j.name = "job " + std::to_string(i);
+      j.submit_key = "key-" + std::to_string(i);
+      j.id = 3 * i + 2;  // ids with gaps
+      if (auto ok = tx.RestoreJob(j); !ok) return ok;
+    }
+    // Events added newest job first, two each, so that event ids do not follow job ids.
+    for (int i = 1200; i >= 0; --i) {
+      for (int k = 0; k < 2; ++k)
+        if (auto ok =
+                tx.AddJobEvent({3 * i + 2, 100 + k, k ? "started" : "queued",
+                                "event " + std::to_string(k) + " of job " + std::to_string(i)});
+            !ok)
+          return ok;
+      if (auto ok = tx.PutRun({3 * i + 2, 1, "research", 8, 50 + i, std::nullopt}); !ok) return ok;
+    }
+    return {};
+  });
+  ASSERT_TRUE(filled) << filled.error().ToString();
+  auto source = ReadContents(*sqlite);
+  ASSERT_TRUE(source);
+  ASSERT_EQ(source->events.size(), 2402u);
+  EXPECT_EQ(source->events[0].reason, "event 0 of job 0");
+  EXPECT_EQ(source->events[1].reason, "event 1 of job 0");
+
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  auto postgres = Must(OpenPgStore(pg.Conninfo()));
+  ASSERT_TRUE(postgres);
+  auto copied = CopyStore(*sqlite, *postgres);
+  ASSERT_TRUE(copied) << copied.error().ToString();
+  auto on_pg = ReadContents(*postgres);
+  ASSERT_TRUE(on_pg) << on_pg.error().ToString();
+  EXPECT_EQ(FirstDifference(*source, *on_pg), "");
+  EXPECT_EQ(*on_pg, *source);
+  auto next = postgres->InsertJob(FullJob());
+  ASSERT_TRUE(next);
+  EXPECT_EQ(*next, 3 * 1200 + 3);
+}
+
+// PutRuns is PutRun on each in turn, also where a run comes twice (one statement cannot update a
+// row twice): the later values stand.
+TEST(StoreCopy, PutRunsOfTheSameRunTwiceKeepsTheLater) {
+  PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  auto postgres = Must(OpenPgStore(pg.Conninfo()));
+  ASSERT_TRUE(postgres);
+  auto id = postgres->InsertJob(FullJob());
+  ASSERT_TRUE(id);
+  auto ok = postgres->Transaction([&](Store& tx) -> Result<void> {
+    return tx.PutRuns({{*id, 1, "a", 8, 10, std::nullopt},
+                       {*id, 2, "a", 8, 20, std::nullopt},
+                       {*id, 1, "a", 8, 10, 15}});
+  });
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  auto runs = postgres->RunsSince(std::numeric_limits<int64_t>::min());
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].ended_at, std::optional<int64_t>(15));
+  EXPECT_EQ((*runs)[1].started_at, 20);
 }
 
 // A restored id is refused where it could not be the job's own: zero, or one already taken.

@@ -1,8 +1,10 @@
 #include "store/pg_store.h"
 
+#include <algorithm>
 #include <cassert>
 #include <exception>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "store/columns.h"
@@ -190,57 +192,97 @@ Result<JobRecord> ReadJob(const Rows& rows, int r) {
   return j;
 }
 
-// The id is the store's to assign (an identity column) and j.id is ignored, unless keep_id (a
-// copy from another store: RestoreJob).
-Result<int64_t> InsertJobOn(Conn& db, const JobRecord& j, bool keep_id = false) {
+// The columns a job is inserted with, but its id, in the order of JobParams.
+constexpr const char* kJobInsertColumns =
+    "name, \"user\", budget, gpus, gpus_per_node, job_class, min_runtime_s, max_runtime_s, "
+    "resumable, grace_s, priority, command_json, env_json, cwd, state, reason, reason_code, "
+    "submitted_at, queued_since, started_at, ended_at, attempts, exit_code, exit_signal, "
+    "placement_json, lease_s, active_at, stop_for, stop_holds, submit_key";
+constexpr size_t kJobInsertParams = 30;
+
+// Appends the values of kJobInsertColumns for `j` to `params`.
+Result<void> JobParams(const JobRecord& j, std::vector<pg::Param>& params) {
   auto command = EncodeList(j.command, "command");
   HG_TRY(command);
   auto env = EncodeMap(j.env, "env");
   HG_TRY(env);
-  std::vector<pg::Param> params{j.name,
-                                j.user,
-                                j.budget,
-                                j.gpus,
-                                j.gpus_per_node,
-                                j.job_class,
-                                j.min_runtime_s,
-                                j.max_runtime_s,
-                                j.resumable,
-                                j.grace_s,
-                                j.priority,
-                                *command,
-                                *env,
-                                j.cwd,
-                                j.state,
-                                j.reason,
-                                j.reason_code,
-                                j.submitted_at,
-                                j.queued_since,
-                                j.started_at,
-                                j.ended_at,
-                                j.attempts,
-                                j.exit_code,
-                                j.exit_signal,
-                                j.placement_json,
-                                j.lease_s,
-                                j.active_at,
-                                j.stop_for,
-                                j.stop_holds,
-                                j.submit_key};
+  const size_t before = params.size();
+  params.insert(params.end(), {j.name,
+                               j.user,
+                               j.budget,
+                               j.gpus,
+                               j.gpus_per_node,
+                               j.job_class,
+                               j.min_runtime_s,
+                               j.max_runtime_s,
+                               j.resumable,
+                               j.grace_s,
+                               j.priority,
+                               *command,
+                               *env,
+                               j.cwd,
+                               j.state,
+                               j.reason,
+                               j.reason_code,
+                               j.submitted_at,
+                               j.queued_since,
+                               j.started_at,
+                               j.ended_at,
+                               j.attempts,
+                               j.exit_code,
+                               j.exit_signal,
+                               j.placement_json,
+                               j.lease_s,
+                               j.active_at,
+                               j.stop_for,
+                               j.stop_holds,
+                               j.submit_key});
+  assert(params.size() - before == kJobInsertParams);
+  (void)before;
+  return {};
+}
+
+// "($first, ..., $(first + n - 1))".
+std::string Placeholders(size_t first, size_t n) {
+  std::string out = "(";
+  for (size_t i = 0; i < n; ++i) out += (i ? ", $" : "$") + std::to_string(first + i);
+  return out + ")";
+}
+
+// The id is the store's to assign (an identity column) and j.id is ignored, unless keep_id (a
+// copy from another store: RestoreJob).
+Result<int64_t> InsertJobOn(Conn& db, const JobRecord& j, bool keep_id = false) {
+  std::vector<pg::Param> params;
   if (keep_id) params.emplace_back(j.id);
-  auto rows = db.Exec(
-      std::string(keep_id ? "INSERT INTO jobs (id, " : "INSERT INTO jobs (") +
-          "name, \"user\", budget, gpus, gpus_per_node, job_class, min_runtime_s, "
-          "max_runtime_s, resumable, grace_s, priority, command_json, env_json, cwd, state, "
-          "reason, reason_code, submitted_at, queued_since, started_at, ended_at, attempts, "
-          "exit_code, exit_signal, placement_json, lease_s, active_at, stop_for, stop_holds, "
-          "submit_key) " +
-          (keep_id ? "OVERRIDING SYSTEM VALUE VALUES ($31, " : "VALUES (") +
-          "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, "
-          "$20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30) RETURNING id",
-      params);
+  HG_TRY(JobParams(j, params));
+  auto rows = db.Exec(std::string(keep_id ? "INSERT INTO jobs (id, " : "INSERT INTO jobs (") +
+                          kJobInsertColumns + ") " +
+                          (keep_id ? "OVERRIDING SYSTEM VALUE VALUES " : "VALUES ") +
+                          Placeholders(1, params.size()) + " RETURNING id",
+                      params);
   HG_TRY(rows);
   return rows->Int64(0, 0);
+}
+
+// Runs `head` VALUES (row), (row), ... `tail` over `rows` rows, `width` parameters each from
+// `params`, in statements of at most 500 rows (PostgreSQL takes at most 65,535 parameters in
+// one): a copy's rows in a few round trips instead of one each.
+Result<void> InsertRows(Conn& db, const std::string& head, const std::string& tail, size_t width,
+                        const std::vector<pg::Param>& params) {
+  assert(width > 0 && params.size() % width == 0);
+  constexpr size_t kRowsPerStatement = 500;
+  const size_t rows = params.size() / width;
+  for (size_t first = 0; first < rows; first += kRowsPerStatement) {
+    const size_t n = std::min(kRowsPerStatement, rows - first);
+    std::string sql = head + " VALUES ";
+    for (size_t r = 0; r < n; ++r) sql += (r ? ", " : "") + Placeholders(r * width + 1, width);
+    sql += tail;
+    const auto from = params.begin() + static_cast<std::ptrdiff_t>(first * width);
+    auto ok =
+        db.Exec(sql, std::vector<pg::Param>(from, from + static_cast<std::ptrdiff_t>(n * width)));
+    HG_TRY(ok);
+  }
+  return {};
 }
 
 Result<void> RestoreJobOn(Conn& db, const JobRecord& j) {
@@ -250,6 +292,25 @@ Result<void> RestoreJobOn(Conn& db, const JobRecord& j) {
   // InsertJob neither collides with a restored id nor reuses one.
   return db.Run("SELECT setval('jobs_id_seq', GREATEST($1::bigint, last_value)) FROM jobs_id_seq",
                 {j.id});
+}
+
+Result<void> RestoreJobsOn(Conn& db, const std::vector<JobRecord>& jobs) {
+  std::vector<pg::Param> params;
+  params.reserve(jobs.size() * (kJobInsertParams + 1));
+  int64_t last = 0;
+  for (const JobRecord& j : jobs) {
+    if (j.id <= 0) return Fail("id", "a restored job keeps its id, which must be > 0");
+    params.emplace_back(j.id);
+    HG_TRY(JobParams(j, params));
+    last = std::max(last, j.id);
+  }
+  HG_TRY(InsertRows(
+      db, std::string("INSERT INTO jobs (id, ") + kJobInsertColumns + ") OVERRIDING SYSTEM VALUE",
+      "", kJobInsertParams + 1, params));
+  if (jobs.empty()) return {};
+  // As RestoreJobOn: later ids come after every restored one.
+  return db.Run("SELECT setval('jobs_id_seq', GREATEST($1::bigint, last_value)) FROM jobs_id_seq",
+                {last});
 }
 
 Result<void> UpdateJobOn(Conn& db, const JobRecord& j) {
@@ -353,6 +414,16 @@ Result<void> AddJobEventOn(Conn& db, const JobEventRecord& e) {
                 {e.job, e.at, e.kind, e.reason});
 }
 
+// Their ids follow the order given (a multi-row VALUES inserts its rows in order), which is the
+// order JobEvents reads them back in.
+Result<void> AddJobEventsOn(Conn& db, const std::vector<JobEventRecord>& events) {
+  std::vector<pg::Param> params;
+  params.reserve(events.size() * 4);
+  for (const JobEventRecord& e : events)
+    params.insert(params.end(), {e.job, e.at, e.kind, e.reason});
+  return InsertRows(db, "INSERT INTO job_events (job, at, kind, reason)", "", 4, params);
+}
+
 Result<std::vector<JobEventRecord>> JobEventsOn(Conn& db, int64_t job) {
   auto rows =
       db.Exec("SELECT job, at, kind, reason FROM job_events WHERE job = $1 ORDER BY id", {job});
@@ -364,13 +435,48 @@ Result<std::vector<JobEventRecord>> JobEventsOn(Conn& db, int64_t job) {
   return out;
 }
 
+// One query for every job's events, where the Store's default asks once a job.
+Result<std::vector<JobEventRecord>> AllJobEventsOn(Conn& db) {
+  auto rows = db.Exec("SELECT job, at, kind, reason FROM job_events ORDER BY job, id");
+  HG_TRY(rows);
+  std::vector<JobEventRecord> out;
+  out.reserve(static_cast<size_t>(rows->size()));
+  for (int r = 0; r < rows->size(); ++r) {
+    out.push_back({rows->Int64(r, 0), rows->Int64(r, 1), rows->Text(r, 2), rows->Text(r, 3)});
+  }
+  return out;
+}
+
+constexpr const char* kPutRunHead =
+    "INSERT INTO runs (job, attempt, budget, gpus, started_at, ended_at)";
+constexpr const char* kPutRunTail =
+    " ON CONFLICT (job, attempt) DO UPDATE SET budget = excluded.budget, gpus = excluded.gpus, "
+    "started_at = excluded.started_at, ended_at = excluded.ended_at";
+
 Result<void> PutRunOn(Conn& db, const RunRecord& r) {
-  return db.Run(
-      "INSERT INTO runs (job, attempt, budget, gpus, started_at, ended_at) "
-      "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job, attempt) DO UPDATE SET "
-      "budget = excluded.budget, gpus = excluded.gpus, started_at = excluded.started_at, "
-      "ended_at = excluded.ended_at",
-      {r.job, r.attempt, r.budget, r.gpus, r.started_at, r.ended_at});
+  return db.Run(std::string(kPutRunHead) + " VALUES ($1, $2, $3, $4, $5, $6)" + kPutRunTail,
+                {r.job, r.attempt, r.budget, r.gpus, r.started_at, r.ended_at});
+}
+
+// One statement may not update a run twice (ON CONFLICT), so a run given twice, which PutRun
+// would insert and then update, goes in a statement of its own.
+Result<void> PutRunsOn(Conn& db, const std::vector<RunRecord>& runs) {
+  std::vector<pg::Param> params;
+  std::set<std::pair<int64_t, int32_t>> seen;
+  auto flush = [&]() -> Result<void> {
+    HG_TRY(InsertRows(db, kPutRunHead, kPutRunTail, 6, params));
+    params.clear();
+    seen.clear();
+    return {};
+  };
+  for (const RunRecord& r : runs) {
+    if (!seen.insert({r.job, r.attempt}).second) {
+      HG_TRY(flush());
+      seen.insert({r.job, r.attempt});
+    }
+    params.insert(params.end(), {r.job, r.attempt, r.budget, r.gpus, r.started_at, r.ended_at});
+  }
+  return flush();
 }
 
 Result<std::vector<RunRecord>> RunsSinceOn(Conn& db, int64_t t) {
@@ -493,6 +599,13 @@ class TxStore final : public Store {
     return AuditOn(db_, budget);
   }
   Result<int64_t> InsertJob(const JobRecord& j) override { return InsertJobOn(db_, j); }
+  Result<void> RestoreJobs(const std::vector<JobRecord>& jobs) override {
+    return RestoreJobsOn(db_, jobs);
+  }
+  Result<void> AddJobEvents(const std::vector<JobEventRecord>& events) override {
+    return AddJobEventsOn(db_, events);
+  }
+  Result<void> PutRuns(const std::vector<RunRecord>& runs) override { return PutRunsOn(db_, runs); }
   Result<void> UpdateJob(const JobRecord& j) override { return UpdateJobOn(db_, j); }
   Result<void> SetActivity(int64_t job, int64_t at) override { return SetActivityOn(db_, job, at); }
   Result<std::vector<JobRecord>> Jobs() override { return JobsOn(db_); }
@@ -512,6 +625,7 @@ class TxStore final : public Store {
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override {
     return JobEventsOn(db_, job);
   }
+  Result<std::vector<JobEventRecord>> AllJobEvents() override { return AllJobEventsOn(db_); }
   Result<void> PutRun(const RunRecord& r) override { return PutRunOn(db_, r); }
   Result<std::vector<RunRecord>> RunsSince(int64_t t) override { return RunsSinceOn(db_, t); }
   Result<void> AddRecentStop(const RecentStopRecord& r) override { return AddRecentStopOn(db_, r); }
@@ -852,6 +966,9 @@ Result<std::optional<JobRecord>> PgStore::JobBySubmitKey(const std::string& user
 }
 Result<std::vector<JobEventRecord>> PgStore::JobEvents(int64_t job) {
   return Read<std::vector<JobEventRecord>>([&](Conn& db) { return JobEventsOn(db, job); });
+}
+Result<std::vector<JobEventRecord>> PgStore::AllJobEvents() {
+  return Read<std::vector<JobEventRecord>>([&](Conn& db) { return AllJobEventsOn(db); });
 }
 Result<std::vector<RunRecord>> PgStore::RunsSince(int64_t t) {
   return Read<std::vector<RunRecord>>([&](Conn& db) { return RunsSinceOn(db, t); });

@@ -62,6 +62,7 @@ class PgStore final : public Store {
   Result<std::optional<JobRecord>> Job(int64_t id) override;
   Result<void> AddJobEvent(const JobEventRecord& e) override;
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override;
+  Result<std::vector<JobEventRecord>> AllJobEvents() override;
 
   Result<void> PutRun(const RunRecord& r) override;
   Result<std::vector<RunRecord>> RunsSince(int64_t t) override;

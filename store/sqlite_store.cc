@@ -423,18 +423,30 @@ Result<void> AddJobEventOn(Db& db, const JobEventRecord& e) {
   return (*st)->Bind(1, e.job).Bind(2, e.at).Bind(3, e.kind).Bind(4, e.reason).Run();
 }
 
+// Every row of a prepared SELECT of job, at, kind, reason.
+Result<std::vector<JobEventRecord>> ReadEvents(Statement& st) {
+  std::vector<JobEventRecord> out;
+  for (;;) {
+    auto row = st.Step();
+    HG_TRY(row);
+    if (!*row) break;
+    out.push_back({st.Int64(0), st.Int64(1), st.Text(2), st.Text(3)});
+  }
+  return out;
+}
+
 Result<std::vector<JobEventRecord>> JobEventsOn(Db& db, int64_t job) {
   auto st = db.Cached("SELECT job, at, kind, reason FROM job_events WHERE job = ?1 ORDER BY id");
   HG_TRY(st);
   (*st)->Bind(1, job);
-  std::vector<JobEventRecord> out;
-  for (;;) {
-    auto row = (*st)->Step();
-    HG_TRY(row);
-    if (!*row) break;
-    out.push_back({(*st)->Int64(0), (*st)->Int64(1), (*st)->Text(2), (*st)->Text(3)});
-  }
-  return out;
+  return ReadEvents(**st);
+}
+
+// By job, then as added (job_events_by_job).
+Result<std::vector<JobEventRecord>> AllJobEventsOn(Db& db) {
+  auto st = db.Cached("SELECT job, at, kind, reason FROM job_events ORDER BY job, id");
+  HG_TRY(st);
+  return ReadEvents(**st);
 }
 
 Result<void> PutRunOn(Db& db, const RunRecord& r) {
@@ -616,6 +628,7 @@ class TxStore final : public Store {
   Result<std::vector<JobEventRecord>> JobEvents(int64_t job) override {
     return JobEventsOn(db_, job);
   }
+  Result<std::vector<JobEventRecord>> AllJobEvents() override { return AllJobEventsOn(db_); }
   Result<void> PutRun(const RunRecord& r) override { return PutRunOn(db_, r); }
   Result<std::vector<RunRecord>> RunsSince(int64_t t) override { return RunsSinceOn(db_, t); }
   Result<void> AddRecentStop(const RecentStopRecord& r) override { return AddRecentStopOn(db_, r); }
@@ -924,6 +937,10 @@ Result<std::optional<JobRecord>> SqliteStore::JobBySubmitKey(const std::string& 
 Result<std::vector<JobEventRecord>> SqliteStore::JobEvents(int64_t job) {
   std::lock_guard lock(read_mu_);
   return JobEventsOn(read_db_, job);
+}
+Result<std::vector<JobEventRecord>> SqliteStore::AllJobEvents() {
+  std::lock_guard lock(read_mu_);
+  return AllJobEventsOn(read_db_);
 }
 Result<std::vector<RunRecord>> SqliteStore::RunsSince(int64_t t) {
   std::lock_guard lock(read_mu_);

@@ -211,6 +211,26 @@ class Store {
   virtual Result<std::vector<TokenRecord>> Tokens() = 0;
   // Inserts the job under its own id (> 0, not yet used); later InsertJob ids come after it.
   virtual Result<void> RestoreJob(const JobRecord& j) = 0;
+  // Many rows in one call, for a copy (store/copy.h): the same as RestoreJob, AddJobEvent or
+  // PutRun on each in turn, which is what these do unless a store can send them in fewer round
+  // trips (PostgreSQL in a transaction: multi-row INSERTs).
+  virtual Result<void> RestoreJobs(const std::vector<JobRecord>& jobs) {
+    for (const JobRecord& j : jobs)
+      if (auto ok = RestoreJob(j); !ok) return ok;
+    return {};
+  }
+  virtual Result<void> AddJobEvents(const std::vector<JobEventRecord>& events) {
+    for (const JobEventRecord& e : events)
+      if (auto ok = AddJobEvent(e); !ok) return ok;
+    return {};
+  }
+  // Every job's events, by job id and then in the order they were added (a copy reads them all).
+  virtual Result<std::vector<JobEventRecord>> AllJobEvents() = 0;
+  virtual Result<void> PutRuns(const std::vector<RunRecord>& runs) {
+    for (const RunRecord& r : runs)
+      if (auto ok = PutRun(r); !ok) return ok;
+    return {};
+  }
   // Appends an audit entry as given, with no budget change beside it (a copied entry, or a
   // change that is not a budget's, such as a revoked token).
   virtual Result<void> AppendAudit(const AuditRecord& a) = 0;

@@ -377,6 +377,23 @@ TEST_P(StoreContract, EventsRunsAndNodesRoundTrip) {
   EXPECT_EQ((*ev)[1].at, 7);
   EXPECT_EQ((*ev)[1].job, *j1);
   EXPECT_FALSE(s->AddJobEvent({*j2 + 50, 8, "started", ""}));  // unknown job
+  // All of them: by job, then as added; the same inside a transaction.
+  for (bool in_tx : {false, true}) {
+    Result<std::vector<JobEventRecord>> all;
+    if (in_tx) {
+      ASSERT_TRUE(s->Transaction([&](Store& tx) -> Result<void> {
+        all = tx.AllJobEvents();
+        return {};
+      }));
+    } else {
+      all = s->AllJobEvents();
+    }
+    ASSERT_TRUE(all);
+    std::vector<std::pair<int64_t, int64_t>> order;
+    for (const JobEventRecord& e : *all) order.push_back({e.job, e.at});
+    EXPECT_EQ(order, (std::vector<std::pair<int64_t, int64_t>>{{*j1, 5}, {*j1, 7}, {*j2, 6}}))
+        << "in a transaction: " << in_tx;
+  }
 
   ASSERT_TRUE(s->PutRun({*j1, 1, "research", 8, 100, 200}));
   ASSERT_TRUE(s->PutRun({*j1, 2, "research", 8, 300, std::nullopt}));
