@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -202,19 +203,31 @@ void Agent::Shutdown() {
 
 Agent::Reply Agent::Post(const std::string& path, const std::string& body) {
   Reply out;
-  httplib::Client cli(opt_.server_url);
-  if (!opt_.ca_file.empty()) cli.set_ca_cert_path(opt_.ca_file);
-  cli.set_connection_timeout(std::chrono::milliseconds(opt_.connect_timeout_ms));
-  cli.set_read_timeout(std::chrono::milliseconds(opt_.read_timeout_ms));
-  cli.set_write_timeout(std::chrono::milliseconds(opt_.read_timeout_ms));
-  cli.set_bearer_token_auth(opt_.token);
-  auto res = cli.Post(path, body, "application/json");
-  if (!res) {
-    out.error = httplib::to_string(res.error());
+  assert(!opt_.server_urls.empty());
+  // Only a server that could not be connected to is passed over (a standby binds its port when
+  // it takes over); one that got the request and did not answer is asked again next time.
+  for (size_t tried = 0; tried < opt_.server_urls.size(); ++tried) {
+    const size_t at = (server_ + tried) % opt_.server_urls.size();
+    httplib::Client cli(opt_.server_urls[at]);
+    if (!opt_.ca_file.empty()) cli.set_ca_cert_path(opt_.ca_file);
+    cli.set_connection_timeout(std::chrono::milliseconds(opt_.connect_timeout_ms));
+    cli.set_read_timeout(std::chrono::milliseconds(opt_.read_timeout_ms));
+    cli.set_write_timeout(std::chrono::milliseconds(opt_.read_timeout_ms));
+    cli.set_bearer_token_auth(opt_.token);
+    auto res = cli.Post(path, body, "application/json");
+    if (!res) {
+      out.error += (out.error.empty() ? "" : "; ") + opt_.server_urls[at] + ": " +
+                   httplib::to_string(res.error());
+      if (res.error() == httplib::Error::Connection) continue;
+      return out;
+    }
+    if (at != server_)
+      spdlog::info("agent {}: now reporting to {}", opt_.node, opt_.server_urls[at]);
+    server_ = at;
+    out.status = res->status;
+    out.body = res->body;
     return out;
   }
-  out.status = res->status;
-  out.body = res->body;
   return out;
 }
 

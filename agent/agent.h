@@ -29,7 +29,9 @@ class Server;
 namespace hg::agent {
 
 struct AgentOptions {
-  std::string server_url;  // http://host:port or https://host:port
+  // http://host:port or https://host:port: the server, or it and its standbys. Requests go to the
+  // one that answered last and move on to the next when it cannot be connected to.
+  std::vector<std::string> server_urls;
   // https: the PEM file of the CA (or the certificate itself) that signed the server's
   // certificate; empty: the system's CAs.
   std::string ca_file;
@@ -127,6 +129,7 @@ class Agent {
   int64_t next_heartbeat_ms_ = 0;
   int64_t next_prune_ms_ = 0;    // monotonic
   bool server_failing_ = false;  // log a failure streak once, not every tick
+  size_t server_ = 0;            // the index in server_urls of the server that answered last
 
   mutable std::mutex mu_;  // guards the snapshot below (read by other threads)
   bool snap_registered_ = false;

@@ -122,7 +122,7 @@ class RunningAgent {
  public:
   RunningAgent(const std::string& url, const std::string& data_dir) {
     AgentOptions o;
-    o.server_url = url;
+    o.server_urls = {url};
     o.token = kToken;
     o.node = "n1";
     o.inventory.gpus = 4;
@@ -215,7 +215,7 @@ TEST(Agent, TheLogServiceServesARenewedCertificateWithoutARestart) {
   tls::TestCerts::Replace(certs.Key("site"), certs.Key("live"));
   ServerPeer peer;
   AgentOptions o;
-  o.server_url = peer.url();
+  o.server_urls = {peer.url()};
   o.token = kToken;
   o.node = "n1";
   o.inventory.gpus = 1;

@@ -89,17 +89,23 @@ CliResult<Json> HttpResponse::JsonBody() const {
 }
 
 Client::Client(ClientConfig config, ClientOptions options)
-    : config_(std::move(config)), http_(std::make_unique<httplib::Client>(config_.url)) {
-  if (!config_.ca_file.empty()) http_->set_ca_cert_path(config_.ca_file);
-  http_->set_connection_timeout(options.connect_timeout_ms / 1000,
-                                (options.connect_timeout_ms % 1000) * 1000);
-  http_->set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
-  http_->set_write_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
-  // One short connection per command: the server's thread pool is shared by everyone.
-  http_->set_keep_alive(false);
-  // httplib writes a request's headers and body separately; without this, Nagle's algorithm
-  // and the server's delayed ACK add about 40 ms to every submission.
-  http_->set_tcp_nodelay(true);
+    : config_(std::move(config)), urls_(SplitUrls(config_.url)) {
+  if (urls_.empty()) urls_.push_back(config_.url);  // refused as not valid by Send
+  for (const std::string& url : urls_) {
+    auto http = std::make_unique<httplib::Client>(url);
+    if (!config_.ca_file.empty()) http->set_ca_cert_path(config_.ca_file);
+    http->set_connection_timeout(options.connect_timeout_ms / 1000,
+                                 (options.connect_timeout_ms % 1000) * 1000);
+    http->set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
+    http->set_write_timeout(options.read_timeout_ms / 1000,
+                            (options.read_timeout_ms % 1000) * 1000);
+    // One short connection per command: the server's thread pool is shared by everyone.
+    http->set_keep_alive(false);
+    // httplib writes a request's headers and body separately; without this, Nagle's algorithm
+    // and the server's delayed ACK add about 40 ms to every submission.
+    http->set_tcp_nodelay(true);
+    http_.push_back(std::move(http));
+  }
 }
 
 Client::~Client() = default;
@@ -109,9 +115,9 @@ Client& Client::operator=(Client&&) noexcept = default;
 CliResult<HttpResponse> Client::Send(const std::string& method, const std::string& path,
                                      const std::optional<Json>& body,
                                      const std::map<std::string, std::string>& extra) {
-  if (!http_->is_valid()) {
-    return UsageError("url", "'" + config_.url + "' is not a valid server URL");
-  }
+  for (size_t i = 0; i < http_.size(); ++i)
+    if (!http_[i]->is_valid())
+      return UsageError("url", "'" + urls_[i] + "' is not a valid server URL");
   httplib::Headers headers(extra.begin(), extra.end());
   if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
   const std::string payload = body ? body->dump() : std::string();
@@ -119,17 +125,29 @@ CliResult<HttpResponse> Client::Send(const std::string& method, const std::strin
   if (method != "GET" && method != "POST" && method != "PATCH" && method != "DELETE") {
     return UsageError("method", "unsupported HTTP method " + method);
   }
-  auto send = [&]() {
-    if (method == "GET") return http_->Get(path, headers);
-    if (method == "POST") return http_->Post(path, headers, payload, type);
-    if (method == "PATCH") return http_->Patch(path, headers, payload, type);
-    return http_->Delete(path, headers, payload, type);
+  auto send = [&](httplib::Client& http) {
+    if (method == "GET") return http.Get(path, headers);
+    if (method == "POST") return http.Post(path, headers, payload, type);
+    if (method == "PATCH") return http.Patch(path, headers, payload, type);
+    return http.Delete(path, headers, payload, type);
   };
-  const httplib::Result res = send();
+  // Only a server that could not be connected to is passed over: it never saw the request. A
+  // request that was sent and got no answer is not sent again elsewhere (it may have been done).
+  httplib::Result res = send(*http_[current_]);
+  std::string unreached = urls_[current_];
+  for (size_t tried = 1; !res && res.error() == httplib::Error::Connection && tried < http_.size();
+       ++tried) {
+    const size_t next = (current_ + 1) % http_.size();
+    res = send(*http_[next]);
+    current_ = next;
+    unreached += ", " + urls_[next];
+  }
   if (!res) {
-    return tl::unexpected(
-        CliError{kExitUnreachable, "server",
-                 fmt::format("cannot reach {}: {}", config_.url, TransportError(res.error()))});
+    return tl::unexpected(CliError{
+        kExitUnreachable, "server",
+        fmt::format("cannot reach {}: {}",
+                    res.error() == httplib::Error::Connection ? unreached : urls_[current_],
+                    TransportError(res.error()))});
   }
   if (res->status < 200 || res->status > 299) {
     CliError e = ErrorFromResponse(res->status, res->body);

@@ -94,7 +94,10 @@ class Client {
 
  private:
   ClientConfig config_;
-  std::unique_ptr<httplib::Client> http_;
+  // One client a server URL (ClientConfig::url); requests go to http_[current_] first.
+  std::vector<std::string> urls_;
+  std::vector<std::unique_ptr<httplib::Client>> http_;
+  size_t current_ = 0;
 };
 
 // Percent-encodes a path segment or query value.

@@ -26,6 +26,20 @@ const std::string* Find(const std::map<std::string, std::string>& env, const std
 
 }  // namespace
 
+std::vector<std::string> SplitUrls(const std::string& url) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = url.find(',', from);
+    std::string one = url.substr(from, comma == std::string::npos ? comma : comma - from);
+    while (!one.empty() && (one.back() == '/' || one.back() == ' ')) one.pop_back();
+    while (!one.empty() && one.front() == ' ') one.erase(0, 1);
+    if (!one.empty()) out.push_back(std::move(one));
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
+}
+
 Result<ClientConfig> ParseConfigFile(const std::string& text, const std::string& path) {
   ClientConfig config;
   config.config_file = path;
@@ -86,16 +100,20 @@ Result<ClientConfig> ResolveConfig(const std::map<std::string, std::string>& env
   if (const std::string* url = Find(env, "HOURGLASS_URL")) config.url = *url;
   if (const std::string* token = Find(env, "HOURGLASS_TOKEN")) config.token = *token;
   if (const std::string* ca = Find(env, "HOURGLASS_CA_FILE")) config.ca_file = *ca;
-  while (!config.url.empty() && config.url.back() == '/') config.url.pop_back();
-  if (config.url.rfind("http://", 0) != 0 && config.url.rfind("https://", 0) != 0) {
-    return tl::unexpected(Error{"url", "'" + config.url + "' is not an http:// or https:// URL",
-                                config.config_file, 0});
+  const std::vector<std::string> urls = SplitUrls(config.url);
+  if (urls.empty()) return tl::unexpected(Error{"url", "is empty", config.config_file, 0});
+  for (const std::string& url : urls) {
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
+      return tl::unexpected(
+          Error{"url", "'" + url + "' is not an http:// or https:// URL", config.config_file, 0});
+    }
+    if (!config.ca_file.empty() && url.rfind("https://", 0) != 0) {
+      return tl::unexpected(
+          Error{"ca_file", "only for https:// urls (one is " + url + ")", config.config_file, 0});
+    }
   }
-  if (!config.ca_file.empty() && config.url.rfind("https://", 0) != 0) {
-    return tl::unexpected(Error{"ca_file",
-                                "only for an https:// url (the url is " + config.url + ")",
-                                config.config_file, 0});
-  }
+  config.url.clear();
+  for (const std::string& url : urls) config.url += (config.url.empty() ? "" : ",") + url;
   return config;
 }
 

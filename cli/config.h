@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 
@@ -11,6 +12,8 @@ namespace hg::cli {
 inline constexpr const char* kDefaultUrl = "http://127.0.0.1:8080";
 
 struct ClientConfig {
+  // One server, or several separated by commas (an active server and its standbys): a request
+  // goes to the one that answered last and moves on to the next when a server cannot be reached.
   std::string url = kDefaultUrl;
   std::string token;  // empty: requests go without Authorization (the server says 401)
   // https: the PEM CA (or certificate) the server's certificate is checked against; empty: the
@@ -18,6 +21,9 @@ struct ClientConfig {
   std::string ca_file;
   std::string config_file;  // the file that was read, "" if none (for messages)
 };
+
+// The URLs of a `url` (comma-separated), each without its trailing slashes.
+std::vector<std::string> SplitUrls(const std::string& url);
 
 // Parses a config file: `url=...`, `token=...` and `ca_file=...` lines; blank lines and `#`
 // comments are ignored; spaces around `=` and the value are trimmed; an optional pair of double

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace hg::cli {
 namespace {
@@ -114,6 +116,26 @@ TEST_F(ConfigTest, UrlMustBeHttp) {
   ASSERT_FALSE(c.has_value());
   EXPECT_EQ(c.error().field, "url");
   EXPECT_TRUE(ResolveConfig({{"HOURGLASS_URL", "https://head"}}).has_value());
+}
+
+// A server and its standbys: each URL checked and written back without trailing slashes.
+TEST_F(ConfigTest, SeveralUrlsAreCheckedEachAndKeptInOrder) {
+  auto c = ResolveConfig({{"HOURGLASS_URL", "http://head1:8080/, http://head2:8080"}});
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->url, "http://head1:8080,http://head2:8080");
+  EXPECT_EQ(SplitUrls(c->url),
+            (std::vector<std::string>{"http://head1:8080", "http://head2:8080"}));
+  c = ResolveConfig({{"HOURGLASS_URL", "http://head1:8080,head2:8080"}});
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().field, "url");
+  EXPECT_NE(c.error().reason.find("'head2:8080'"), std::string::npos) << c.error().reason;
+  c = ResolveConfig({{"HOURGLASS_URL", " , "}});
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().field, "url");
+  c = ResolveConfig(
+      {{"HOURGLASS_URL", "https://head1:8443,http://head2:8080"}, {"HOURGLASS_CA_FILE", "/x.pem"}});
+  ASSERT_FALSE(c.has_value());
+  EXPECT_EQ(c.error().field, "ca_file");
 }
 
 }  // namespace

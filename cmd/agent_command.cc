@@ -13,6 +13,7 @@
 #include "agent/agent.h"
 #include "agent/clock.h"
 #include "agent/inventory.h"
+#include "cli/config.h"
 
 namespace hg::cmd {
 namespace {
@@ -49,13 +50,15 @@ std::string Trim(const std::string& s) {
 
 Result<agent::AgentOptions> BuildOptions(const AgentArgs& a) {
   agent::AgentOptions o;
-  if (a.server.rfind("http://", 0) != 0 && a.server.rfind("https://", 0) != 0)
-    return Fail("--server", "'" + a.server + "' is not an http:// or https:// URL");
-  o.server_url = a.server;
-  while (o.server_url.back() == '/') o.server_url.pop_back();
+  o.server_urls = cli::SplitUrls(a.server);
+  if (o.server_urls.empty()) return Fail("--server", "is empty");
+  for (const std::string& url : o.server_urls)
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+      return Fail("--server", "'" + url + "' is not an http:// or https:// URL");
   if (!a.ca_file.empty()) {
-    if (o.server_url.rfind("https://", 0) != 0)
-      return Fail("--ca-file", "only for an https:// --server");
+    for (const std::string& url : o.server_urls)
+      if (url.rfind("https://", 0) != 0)
+        return Fail("--ca-file", "only for https:// servers (--server has " + url + ")");
     if (::access(a.ca_file.c_str(), R_OK) != 0)
       return Fail("--ca-file", "cannot read " + a.ca_file);
     o.ca_file = a.ca_file;
@@ -122,7 +125,7 @@ int RunAgent(const AgentArgs& a) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a peer hanging up is an error value, not a death (jobs reset it)
   std::cout << "hourglass agent: node " << opt->node << ", " << opt->inventory.gpus << " GPUs ("
-            << opt->inventory.gpu_source << "), logs at " << *url << ", server " << opt->server_url
+            << opt->inventory.gpu_source << "), logs at " << *url << ", server " << a.server
             << std::endl;
   daemon.Run(g_agent_stop);
   return 0;
@@ -133,7 +136,10 @@ int RunAgent(const AgentArgs& a) {
 void AddAgentCommand(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<AgentArgs>();
   auto* cmd = app.add_subcommand("agent", "run the node agent: start and stop jobs on this node");
-  cmd->add_option("--server", args->server, "Server URL, e.g. http://10.0.0.1:8080")->required();
+  cmd->add_option("--server", args->server,
+                  "Server URL, e.g. http://10.0.0.1:8080; with standbys, their URLs after it, "
+                  "comma-separated")
+      ->required();
   cmd->add_option("--ca-file", args->ca_file,
                   "https: the PEM CA (or certificate) the server's certificate is checked "
                   "against (default: the system's CAs)")

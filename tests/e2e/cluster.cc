@@ -177,7 +177,7 @@ void Cluster::AddAgent(const AgentOptions& opt) {
   const std::string data = dir_ + "/agent-" + opt.node;
   fs::create_directories(data);
   std::vector<std::string> argv{HOURGLASS_BIN,    "agent",
-                                "--server",       url(),
+                                "--server",       opt.server.empty() ? url() : opt.server,
                                 "--token-file",   dir_ + "/agent.token",
                                 "--node",         opt.node,
                                 "--gpus",         std::to_string(opt.gpus),
@@ -282,13 +282,13 @@ bool Cluster::WaitState(int64_t id, const std::string& state,
 }
 
 std::pair<int, std::string> Cluster::Cli(const std::vector<std::string>& args,
-                                         const std::string& token) const {
+                                         const std::string& token, const std::string& url) const {
   const std::string out = dir_ + "/cli.out";
   std::vector<std::string> argv{HOURGLASS_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   const pid_t pid = fork();
   if (pid == 0) {
-    setenv("HOURGLASS_URL", url().c_str(), 1);
+    setenv("HOURGLASS_URL", (url.empty() ? this->url() : url).c_str(), 1);
     setenv("HOURGLASS_TOKEN", token.c_str(), 1);
     if (!tls_ca_.empty()) setenv("HOURGLASS_CA_FILE", tls_ca_.c_str(), 1);
     const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -65,6 +65,7 @@ struct AgentOptions {
   std::string block = "b0";
   std::string health_cmd;               // empty: none
   std::vector<std::string> extra_args;  // added to the agent's command line
+  std::string server;                   // its --server; empty: this cluster's server
 };
 
 inline AgentOptions Node(std::string name, int gpus, std::string block = "b0",
@@ -130,10 +131,10 @@ class Cluster {
   bool WaitState(int64_t id, const std::string& state,
                  std::chrono::milliseconds timeout = std::chrono::milliseconds(20000)) const;
 
-  // Runs the CLI binary with HOURGLASS_URL and HOURGLASS_TOKEN set; returns exit status and
-  // output (stdout then stderr).
-  std::pair<int, std::string> Cli(const std::vector<std::string>& args,
-                                  const std::string& token) const;
+  // Runs the CLI binary with HOURGLASS_URL (`url`, by default this cluster's server) and
+  // HOURGLASS_TOKEN set; returns exit status and output (stdout then stderr).
+  std::pair<int, std::string> Cli(const std::vector<std::string>& args, const std::string& token,
+                                  const std::string& url = "") const;
 
   // A shell script in the cluster folder; returns a command vector running it with bash.
   std::vector<std::string> Script(const std::string& name, const std::string& body) const;

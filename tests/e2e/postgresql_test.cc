@@ -1,8 +1,12 @@
 // The server on PostgreSQL, as an operator meets it: one server per database, a server whose
 // database another has taken stops by itself, and a standby takes over from a server that died.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -157,6 +161,77 @@ TEST(E2ePostgresql, AServerStartedBesideAnotherWaitsAMomentForItThenSaysWhy) {
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, 200) << job->body;
   EXPECT_EQ(next->Stop(), 0) << next->Output();
+}
+
+// A port nobody listens on now (bound and let go), for a server started later.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Agents and the CLI given the active server and its standby (`--server A,B`, HOURGLASS_URL=A,B)
+// follow a takeover by themselves, with no load balancer between: after kill -9 of the active
+// server the CLI submits through the standby, and the agent, now reporting to it, runs the job.
+TEST(E2ePostgresql, AgentsAndTheCliGivenBothServersFollowATakeover) {
+  store::PgTestServer pg;
+  ASSERT_EQ(pg.error(), "");
+  Cluster c(200, 3, {"--database", pg.Conninfo()});
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const std::string standby_url = "http://127.0.0.1:" + std::to_string(port);
+  Process standby({HOURGLASS_BIN, "server", "--data", c.dir() + "/standby", "--listen",
+                   "127.0.0.1:" + std::to_string(port), "--interval-ms", "200", "--lost-after-s",
+                   "3", "--database", pg.Conninfo(), "--standby"},
+                  c.dir() + "/standby");
+  ASSERT_TRUE(
+      WaitFor([&] { return standby.Output().find("standing by") != std::string::npos; }, 10s))
+      << standby.Output();
+  const std::string both = c.url() + "," + standby_url;
+  AgentOptions node = Node("n1", 2);
+  node.server = both;
+  c.AddAgent(node);
+  const std::string alice = c.AddPrincipal("alice", "user");
+  auto submit = [&](const std::string& name) -> int64_t {
+    auto [rc, out] = c.Cli(
+        {"submit", "--name", name, "--gpus", "1", "--json", "--", "sh", "-c", "echo ran " + name},
+        alice, both);
+    if (rc != 0) {
+      ADD_FAILURE() << out;
+      return 0;
+    }
+    return Json::parse(out)["id"].get<int64_t>();
+  };
+  auto state = [&](int64_t id) {
+    auto [rc, out] = c.Cli({"show", std::to_string(id), "--json"}, alice, both);
+    return rc == 0 ? Json::parse(out)["state"].get<std::string>() : std::string();
+  };
+  const int64_t before = submit("before");
+  ASSERT_GT(before, 0);
+  ASSERT_TRUE(WaitFor([&] { return state(before) == "succeeded"; }, 20s)) << state(before);
+
+  c.KillServer();
+  // The first URL refuses connections now; the CLI goes on to the standby once it has taken over.
+  ASSERT_TRUE(WaitFor([&] { return c.Cli({"jobs"}, alice, both).first == 0; }, 20s))
+      << standby.Output();
+  const int64_t after = submit("after");
+  ASSERT_GT(after, before);
+  EXPECT_TRUE(WaitFor([&] { return state(after) == "succeeded"; }, 20s)) << state(after) << "\n"
+                                                                         << standby.Output();
+  EXPECT_EQ(state(before), "succeeded");
+  // With only the dead server's URL the CLI says it cannot reach it (exit 3).
+  auto [dead_rc, dead] = c.Cli({"jobs"}, alice, c.url());
+  EXPECT_EQ(dead_rc, 3) << dead;
+  EXPECT_EQ(standby.Stop(), 0) << standby.Output();
 }
 
 // SIGTERM ends a standby that is still waiting, with status 0.
